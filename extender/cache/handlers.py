@@ -1,0 +1,80 @@
+"""Turn list results and watch events of each kind into store updates.
+
+An object gangplank cannot read (it never should happen with objects the API server validated) is
+logged with its name and skipped; it never stops the watch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from extender.cache.store import ClusterStore
+from extender.convert import (
+    ConversionError,
+    namespace_from_api,
+    node_from_api,
+    pod_from_api,
+    priority_class_from_api,
+)
+
+log = logging.getLogger("gangplank.cache")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class KindHandler(Generic[T]):
+    """Converts objects of one kind and hands them to the store's upsert/delete/replace."""
+
+    kind: str
+    convert: Callable[[Any], T]
+    upsert: Callable[[T], None]
+    delete: Callable[[T], None]
+    replace_all: Callable[[Iterable[T]], None]
+
+    def _convert(self, obj: Mapping[str, Any]) -> T | None:
+        try:
+            return self.convert(obj)
+        except ConversionError as err:
+            meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+            name = meta.get("name") if isinstance(meta, Mapping) else "?"
+            log.warning("%s %s skipped: %s", self.kind, name, err)
+            return None
+
+    def replace(self, items: list[Mapping[str, Any]]) -> None:
+        converted = (self._convert(obj) for obj in items)
+        self.replace_all([c for c in converted if c is not None])
+
+    def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        converted = self._convert(obj)
+        if converted is None:
+            return
+        if event_type == "DELETED":
+            self.delete(converted)
+        else:
+            self.upsert(converted)
+
+
+def handlers_for(store: ClusterStore) -> dict[str, KindHandler[Any]]:
+    """One handler per watched kind, keyed by the kind's plural name."""
+    return {
+        "nodes": KindHandler(
+            "nodes", node_from_api, store.upsert_node,
+            lambda node: store.delete_node(node.name), store.replace_nodes,
+        ),
+        "pods": KindHandler(
+            "pods", pod_from_api, store.upsert_pod, store.delete_pod, store.replace_pods
+        ),
+        "namespaces": KindHandler(
+            "namespaces", namespace_from_api, lambda item: store.upsert_namespace(*item),
+            lambda item: store.delete_namespace(item[0]), store.replace_namespaces,
+        ),
+        "priorityclasses": KindHandler(
+            "priorityclasses", priority_class_from_api,
+            lambda item: store.upsert_priority_class(*item),
+            lambda item: store.delete_priority_class(item[0]), store.replace_priority_classes,
+        ),
+    }

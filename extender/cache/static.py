@@ -1,0 +1,48 @@
+"""An embedded cluster view read from a file, for `make demo` and offline use.
+
+The file is what `kubectl get nodes,pods,namespaces,priorityclasses -A -o yaml` prints (a `List`
+of objects), or any YAML/JSON stream of such objects or Lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from extender.cache.handlers import handlers_for
+from extender.cache.store import ClusterStore
+
+_KINDS = {"Node": "nodes", "Pod": "pods", "Namespace": "namespaces", "PriorityClass": "priorityclasses"}
+
+
+class ClusterFileError(ValueError):
+    pass
+
+
+def load_cluster_file(path: Path, store: ClusterStore) -> dict[str, int]:
+    """Fill `store` from the file; returns how many objects of each kind were loaded."""
+    try:
+        documents = list(yaml.safe_load_all(path.read_text()))
+    except (OSError, yaml.YAMLError) as err:
+        raise ClusterFileError(f"cannot read cluster file {path}: {err}") from err
+    by_kind: dict[str, list[Mapping[str, Any]]] = {plural: [] for plural in _KINDS.values()}
+    pending = [doc for doc in documents if doc is not None]
+    while pending:
+        doc = pending.pop(0)
+        if not isinstance(doc, Mapping):
+            raise ClusterFileError(f"{path}: expected Kubernetes objects, found {type(doc).__name__}")
+        kind = doc.get("kind", "")
+        if kind == "List" or str(kind).endswith("List"):
+            items = doc.get("items") or []
+            pending.extend(
+                {**item, "kind": item.get("kind") or str(kind)[: -len("List")]} for item in items
+            )
+        elif kind in _KINDS:
+            by_kind[_KINDS[kind]].append(doc)
+    handlers = handlers_for(store)
+    for plural, objects in by_kind.items():
+        handlers[plural].replace(objects)
+    return {plural: len(objects) for plural, objects in by_kind.items()}

@@ -1,0 +1,210 @@
+"""The live cluster view: every change goes through here, snapshots come out of here.
+
+Pods are keyed by UID, so an ADDED after a MODIFIED, a repeated event or a relist can never count a
+pod twice. Node infos are rebuilt lazily: an event marks its node dirty, and the next snapshot
+rebuilds only the dirty nodes and then copies one dict of immutable NodeInfos, so a snapshot costs
+a dict copy when the cluster changed and nothing when it did not.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+
+from extender.core.model import NodeInfo, PodInfo, Snapshot
+from extender.core.resources import total
+
+# How long a pod gangplank bound counts on its node before the watch confirms it.
+ASSUME_TTL_SECONDS = 30.0
+
+
+def pod_key(pod: PodInfo) -> str:
+    return pod.uid or pod.key
+
+
+class ClusterStore:
+    """Thread-safe. Watch threads write; request threads call `snapshot()`."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._nodes: dict[str, NodeInfo] = {}  # as converted, requested/pods not filled in
+        self._pods: dict[str, PodInfo] = {}
+        self._pods_by_node: dict[str, dict[str, PodInfo]] = {}
+        self._node_infos: dict[str, NodeInfo] = {}
+        self._dirty: set[str] = set()
+        self._namespaces: dict[str, dict[str, str]] = {}
+        self._priority_classes: dict[str, int] = {}
+        self._assumed: dict[str, tuple[str, float]] = {}  # pod key -> (node, deadline)
+        self._generation = 0
+        self._snapshot: Snapshot | None = None
+
+    # ---- nodes -------------------------------------------------------------------------------
+    def upsert_node(self, node: NodeInfo) -> None:
+        with self._lock:
+            self._nodes[node.name] = node
+            self._touch(node.name)
+
+    def delete_node(self, name: str) -> None:
+        with self._lock:
+            self._nodes.pop(name, None)
+            self._node_infos.pop(name, None)
+            self._dirty.discard(name)
+            self._generation += 1
+
+    def replace_nodes(self, nodes: Iterable[NodeInfo]) -> None:
+        with self._lock:
+            self._nodes = {node.name: node for node in nodes}
+            self._node_infos = {}
+            self._dirty = set(self._nodes)
+            self._generation += 1
+
+    # ---- pods --------------------------------------------------------------------------------
+    def upsert_pod(self, pod: PodInfo) -> None:
+        with self._lock:
+            self._put_pod(pod)
+
+    def delete_pod(self, pod: PodInfo) -> None:
+        with self._lock:
+            key = pod_key(pod)
+            self._assumed.pop(key, None)
+            self._drop_pod(key)
+
+    def replace_pods(self, pods: Iterable[PodInfo]) -> None:
+        """Make the pods exactly these (after a relist): none kept from before, none twice."""
+        with self._lock:
+            old_nodes = set(self._pods_by_node)
+            self._pods = {}
+            self._pods_by_node = {}
+            for pod in pods:
+                self._put_pod(pod, count=False)
+            listed = set(self._pods)
+            self._assumed = {k: v for k, v in self._assumed.items() if k in listed}
+            self._dirty |= old_nodes | set(self._pods_by_node)
+            self._generation += 1
+            self._snapshot = None
+
+    def assume_bound(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """Count a pod gangplank just bound on its node before the watch reports it."""
+        with self._lock:
+            key = uid or f"{namespace}/{name}"
+            self._assumed[key] = (node, self._clock() + ASSUME_TTL_SECONDS)
+            pod = self._pods.get(key)
+            if pod is not None and pod.node_name is None:
+                self._put_pod(pod)
+
+    # ---- namespaces and priority classes ------------------------------------------------------
+    def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        with self._lock:
+            self._namespaces = {**self._namespaces, name: dict(labels)}
+            self._bump()
+
+    def delete_namespace(self, name: str) -> None:
+        with self._lock:
+            self._namespaces = {k: v for k, v in self._namespaces.items() if k != name}
+            self._bump()
+
+    def replace_namespaces(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> None:
+        with self._lock:
+            self._namespaces = {name: dict(labels) for name, labels in items}
+            self._bump()
+
+    def upsert_priority_class(self, name: str, value: int) -> None:
+        with self._lock:
+            self._priority_classes = {**self._priority_classes, name: value}
+            self._bump()
+
+    def delete_priority_class(self, name: str) -> None:
+        with self._lock:
+            self._priority_classes = {
+                k: v for k, v in self._priority_classes.items() if k != name
+            }
+            self._bump()
+
+    def replace_priority_classes(self, items: Iterable[tuple[str, int]]) -> None:
+        with self._lock:
+            self._priority_classes = dict(items)
+            self._bump()
+
+    # ---- reading -----------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            if self._snapshot is not None:
+                return self._snapshot
+            for name in self._dirty:
+                node = self._nodes.get(name)
+                if node is not None:
+                    self._node_infos[name] = self._materialize(node)
+            self._dirty.clear()
+            self._snapshot = Snapshot(
+                nodes=dict(self._node_infos),
+                namespaces=self._namespaces,
+                priority_classes=self._priority_classes,
+                generation=self._generation,
+            )
+            return self._snapshot
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "nodes": len(self._nodes),
+                "pods": len(self._pods),
+                "namespaces": len(self._namespaces),
+                "priorityclasses": len(self._priority_classes),
+            }
+
+    def pod(self, uid: str) -> PodInfo | None:
+        with self._lock:
+            return self._pods.get(uid)
+
+    # ---- internals (lock held) -----------------------------------------------------------------
+    def _bump(self) -> None:
+        self._generation += 1
+        self._snapshot = None
+
+    def _touch(self, node_name: str) -> None:
+        self._dirty.add(node_name)
+        self._bump()
+
+    def _effective(self, key: str, pod: PodInfo) -> PodInfo:
+        if pod.node_name is not None:
+            self._assumed.pop(key, None)
+            return pod
+        assumed = self._assumed.get(key)
+        if assumed is None:
+            return pod
+        node, deadline = assumed
+        if self._clock() > deadline:
+            del self._assumed[key]
+            return pod
+        return replace(pod, node_name=node)
+
+    def _put_pod(self, pod: PodInfo, *, count: bool = True) -> None:
+        key = pod_key(pod)
+        pod = self._effective(key, pod)
+        if count:
+            self._drop_pod(key)
+        self._pods[key] = pod
+        if pod.holds_resources:
+            assert pod.node_name is not None
+            self._pods_by_node.setdefault(pod.node_name, {})[key] = pod
+            if count:
+                self._touch(pod.node_name)
+        elif count:
+            self._bump()
+
+    def _drop_pod(self, key: str) -> None:
+        old = self._pods.pop(key, None)
+        if old is None or old.node_name is None:
+            return
+        on_node = self._pods_by_node.get(old.node_name)
+        if on_node is not None and on_node.pop(key, None) is not None:
+            if not on_node:
+                del self._pods_by_node[old.node_name]
+            self._touch(old.node_name)
+
+    def _materialize(self, node: NodeInfo) -> NodeInfo:
+        pods = tuple(self._pods_by_node.get(node.name, {}).values())
+        return replace(node, pods=pods, requested=total(p.requests for p in pods))

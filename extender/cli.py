@@ -1,0 +1,65 @@
+"""The `gangplank` command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+
+from extender import __version__
+from extender.settings import SettingsError, add_serve_arguments, settings_from_args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="gangplank",
+        description="A Kubernetes scheduler extender for gang scheduling, queues and placement.",
+    )
+    parser.add_argument("--version", action="version", version=f"gangplank {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve the extender under gunicorn")
+    add_serve_arguments(serve, os.environ)
+
+    demo = commands.add_parser(
+        "demo", help="serve on an embedded example cluster and show a call of each verb"
+    )
+    demo.add_argument("--port", type=int, default=18888)
+    demo.add_argument("--once", action="store_true", help="exit after showing the calls")
+
+    probe = commands.add_parser("probe", help="exit 0 when a local endpoint answers 200 "
+                                "(for exec probes)")
+    probe.add_argument("endpoint", choices=("healthz", "readyz"))
+    probe.add_argument("--url", default="http://127.0.0.1:18888",
+                       help="base URL of the extender (default %(default)s)")
+
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        try:
+            settings = settings_from_args(args)
+        except SettingsError as err:
+            print(f"gangplank serve: {err}", file=sys.stderr)
+            return 2
+        from extender.server import serve as run_server
+
+        return run_server(settings)
+    if args.command == "demo":
+        from extender.demo import run_demo
+
+        return run_demo(port=args.port, once=args.once)
+    return _probe(f"{args.url.rstrip('/')}/{args.endpoint}")
+
+
+def _probe(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            print(response.read().decode())
+            return 0
+    except urllib.error.HTTPError as err:
+        print(f"{url}: HTTP {err.code} {err.read().decode(errors='replace')}", file=sys.stderr)
+    except OSError as err:
+        print(f"{url}: {err}", file=sys.stderr)
+    return 1

@@ -1,0 +1,243 @@
+"""The one place that turns Kubernetes API JSON into the core's types.
+
+Everything that can be wrong with an object (a missing name, a label that is not a string, an
+impossible quantity) is raised as ConversionError with the field path and what is wrong, so the
+web layer can answer 400 and the cache can log and skip the object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from extender.core.model import NodeInfo, Owner, PodInfo, Taint, Toleration
+from extender.core.quantity import QuantityError, parse_quantity
+from extender.core.resources import maximum, total
+
+
+class ConversionError(ValueError):
+    """An API object gangplank cannot read; the message names the field and the problem."""
+
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    if value is None:
+        return _EMPTY
+    if not isinstance(value, Mapping):
+        raise ConversionError(f"{path}.{key} must be an object, not {type(value).__name__}")
+    return value
+
+
+def _list(obj: Mapping[str, Any], key: str, path: str) -> list[Any]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConversionError(f"{path}.{key} must be a list, not {type(value).__name__}")
+    return value
+
+
+def _str(obj: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise ConversionError(f"{path}.{key} is required")
+        return ""
+    if not isinstance(value, str):
+        raise ConversionError(f"{path}.{key} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _int(obj: Mapping[str, Any], key: str, path: str) -> int:
+    value = obj.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConversionError(f"{path}.{key} must be an integer, not {value!r}")
+    if not -(2**31) <= value < 2**31:
+        raise ConversionError(f"{path}.{key} = {value} is outside the int32 range")
+    return value
+
+
+def _string_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
+    value = _mapping(obj, key, path)
+    for k, v in value.items():
+        if not isinstance(v, str):
+            raise ConversionError(f"{path}.{key}[{k!r}] must be a string, not {type(v).__name__}")
+    return dict(value)
+
+
+def resource_list(raw: Mapping[str, Any], path: str) -> dict[str, int]:
+    """A ResourceList (`{"cpu": "500m", "nvidia.com/gpu": "1"}`) in the core's units."""
+    out: dict[str, int] = {}
+    for name, quantity in raw.items():
+        try:
+            out[name] = parse_quantity(quantity, milli=(name == "cpu"))
+        except QuantityError as err:
+            raise ConversionError(f"{path}[{name!r}]: {err}") from None
+    return out
+
+
+def _container_requests(container: Any, path: str) -> dict[str, int]:
+    if not isinstance(container, Mapping):
+        raise ConversionError(f"{path} must be an object")
+    resources = _mapping(container, "resources", path)
+    rpath = f"{path}.resources"
+    requests = resource_list(_mapping(resources, "requests", rpath), f"{rpath}.requests")
+    # The API server defaults a request to the limit when only the limit is given.
+    for name, amount in resource_list(_mapping(resources, "limits", rpath), f"{rpath}.limits").items():
+        requests.setdefault(name, amount)
+    return requests
+
+
+def pod_requests(spec: Mapping[str, Any], path: str = "spec") -> dict[str, int]:
+    """What a pod requests of its node, computed as kube-scheduler does.
+
+    Regular containers and restartable init containers (sidecars) add up; each ordinary init
+    container needs its own request plus the sidecars started before it; the pod needs the larger
+    of the two. Pod overhead is added; pod-level `resources.requests` replace the container sums
+    for the resources they name. Every pod also takes one `pods` slot.
+    """
+    containers = _list(spec, "containers", path)
+    regular = total(_container_requests(c, f"{path}.containers[{i}]") for i, c in enumerate(containers))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, init in enumerate(_list(spec, "initContainers", path)):
+        requests = _container_requests(init, f"{path}.initContainers[{i}]")
+        if init.get("restartPolicy") == "Always":
+            sidecars = total((sidecars, requests))
+        else:
+            init_peak = maximum(init_peak, total((requests, sidecars)))
+    needed = maximum(total((regular, sidecars)), init_peak)
+    pod_level = _mapping(_mapping(spec, "resources", path), "requests", f"{path}.resources")
+    if pod_level:
+        needed.update(resource_list(pod_level, f"{path}.resources.requests"))
+    overhead = resource_list(_mapping(spec, "overhead", path), f"{path}.overhead")
+    needed = total((needed, overhead))
+    needed["pods"] = 1
+    return needed
+
+
+def _timestamp(text: str, path: str) -> float:
+    if not text:
+        return 0.0
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise ConversionError(f"{path} = {text!r} is not an RFC 3339 time") from None
+
+
+def _owner(metadata: Mapping[str, Any]) -> Owner | None:
+    for i, ref in enumerate(_list(metadata, "ownerReferences", "metadata")):
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            path = f"metadata.ownerReferences[{i}]"
+            return Owner(
+                kind=_str(ref, "kind", path), name=_str(ref, "name", path), uid=_str(ref, "uid", path)
+            )
+    return None
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    out = []
+    for i, raw in enumerate(_list(spec, "tolerations", "spec")):
+        path = f"spec.tolerations[{i}]"
+        if not isinstance(raw, Mapping):
+            raise ConversionError(f"{path} must be an object")
+        out.append(
+            Toleration(
+                key=_str(raw, "key", path),
+                operator=_str(raw, "operator", path) or "Equal",
+                value=_str(raw, "value", path),
+                effect=_str(raw, "effect", path),
+            )
+        )
+    return tuple(out)
+
+
+def pod_from_api(raw: Any) -> PodInfo:
+    """A Pod object (API JSON, as in watch events and extender requests) as a PodInfo."""
+    if not isinstance(raw, Mapping):
+        raise ConversionError(f"Pod must be an object, not {type(raw).__name__}")
+    metadata = _mapping(raw, "metadata", "Pod")
+    spec = _mapping(raw, "spec", "Pod")
+    status = _mapping(raw, "status", "Pod")
+    mpath = "Pod.metadata"
+    return PodInfo(
+        uid=_str(metadata, "uid", mpath),
+        namespace=_str(metadata, "namespace", mpath) or "default",
+        name=_str(metadata, "name", mpath, required=True),
+        node_name=_str(spec, "nodeName", "Pod.spec") or None,
+        phase=_str(status, "phase", "Pod.status") or "Pending",
+        priority=_int(spec, "priority", "Pod.spec"),
+        requests=pod_requests(spec, "Pod.spec"),
+        labels=_string_map(metadata, "labels", mpath),
+        annotations=_string_map(metadata, "annotations", mpath),
+        owner=_owner(metadata),
+        scheduler_name=_str(spec, "schedulerName", "Pod.spec") or "default-scheduler",
+        created=_timestamp(_str(metadata, "creationTimestamp", mpath), f"{mpath}.creationTimestamp"),
+        node_selector=_string_map(spec, "nodeSelector", "Pod.spec"),
+        tolerations=_tolerations(spec),
+        deleting=metadata.get("deletionTimestamp") is not None,
+    )
+
+
+def node_from_api(raw: Any) -> NodeInfo:
+    """A Node object as a NodeInfo with nothing requested yet (the cache adds its pods)."""
+    if not isinstance(raw, Mapping):
+        raise ConversionError(f"Node must be an object, not {type(raw).__name__}")
+    metadata = _mapping(raw, "metadata", "Node")
+    spec = _mapping(raw, "spec", "Node")
+    status = _mapping(raw, "status", "Node")
+    allocatable = _mapping(status, "allocatable", "Node.status") or _mapping(
+        status, "capacity", "Node.status"
+    )
+    taints = []
+    for i, t in enumerate(_list(spec, "taints", "Node.spec")):
+        path = f"Node.spec.taints[{i}]"
+        if not isinstance(t, Mapping):
+            raise ConversionError(f"{path} must be an object")
+        taints.append(
+            Taint(key=_str(t, "key", path), value=_str(t, "value", path), effect=_str(t, "effect", path))
+        )
+    return NodeInfo(
+        name=_str(metadata, "name", "Node.metadata", required=True),
+        allocatable=resource_list(allocatable, "Node.status.allocatable"),
+        requested={},
+        labels=_string_map(metadata, "labels", "Node.metadata"),
+        taints=tuple(taints),
+        unschedulable=spec.get("unschedulable") is True,
+    )
+
+
+def namespace_from_api(raw: Any) -> tuple[str, dict[str, str]]:
+    """A Namespace as (name, labels)."""
+    if not isinstance(raw, Mapping):
+        raise ConversionError("Namespace must be an object")
+    metadata = _mapping(raw, "metadata", "Namespace")
+    return _str(metadata, "name", "Namespace.metadata", required=True), _string_map(
+        metadata, "labels", "Namespace.metadata"
+    )
+
+
+def priority_class_from_api(raw: Any) -> tuple[str, int]:
+    """A PriorityClass as (name, value)."""
+    if not isinstance(raw, Mapping):
+        raise ConversionError("PriorityClass must be an object")
+    metadata = _mapping(raw, "metadata", "PriorityClass")
+    value = raw.get("value", 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConversionError(f"PriorityClass.value must be an integer, not {value!r}")
+    return _str(metadata, "name", "PriorityClass.metadata", required=True), value
+
+
+def object_uid(raw: Mapping[str, Any]) -> str:
+    metadata = raw.get("metadata")
+    if isinstance(metadata, Mapping):
+        uid = metadata.get("uid")
+        if isinstance(uid, str):
+            return uid
+    return ""

@@ -1,0 +1,90 @@
+"""Kubernetes resource quantities ("500m", "16Gi", "1e3") as integers.
+
+CPU is counted in millicores, every other resource in its base unit (bytes, devices), both
+rounded up the way the API server does (`Quantity.MilliValue()` / `Value()`).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+
+# int64, as in the API server: anything larger cannot be a real request or capacity.
+MAX_QUANTITY = 2**63 - 1
+
+_SUFFIXES: dict[str, Decimal] = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+}
+_PATTERN = re.compile(r"^\+?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,3}|[numkMGTPE]i?)?$")
+
+
+class QuantityError(ValueError):
+    """A quantity that cannot be a real Kubernetes quantity; the message says why."""
+
+
+def parse_quantity(value: object, *, milli: bool = False) -> int:
+    """Parse a quantity to an integer (millis when `milli`), rounding up.
+
+    Accepts the API's string form and bare JSON numbers. Raises QuantityError for text that is not
+    a quantity, negative amounts and amounts beyond int64.
+    """
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int | float):
+        value = repr(value) if isinstance(value, float) else str(value)
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is not a quantity (expected a string like '500m' or '4Gi')")
+    return _parse(value, milli)
+
+
+@lru_cache(maxsize=8192)
+def _parse(text: str, milli: bool) -> int:
+    stripped = text.strip()
+    if stripped.startswith("-"):
+        raise QuantityError(f"{text!r} is negative")
+    match = _PATTERN.match(stripped)
+    if match is None:
+        raise QuantityError(f"{text!r} is not a quantity (expected a number with an optional suffix)")
+    number, suffix = match.group(1), match.group(2) or ""
+    try:
+        if suffix[:1] in ("e", "E"):
+            amount = Decimal(number) * (Decimal(10) ** int(suffix[1:]))
+        else:
+            amount = Decimal(number) * _SUFFIXES[suffix]
+    except (InvalidOperation, KeyError, OverflowError) as err:
+        raise QuantityError(f"{text!r} is not a quantity") from err
+    if milli:
+        amount *= 1000
+    result = int(amount.to_integral_value(rounding="ROUND_CEILING"))
+    if result > MAX_QUANTITY:
+        raise QuantityError(f"{text!r} is larger than any real quantity (over 2^63)")
+    return result
+
+
+def format_amount(resource: str, amount: int) -> str:
+    """Print an amount in the unit a user writes it in (`cpu` in cores, memory in GiB)."""
+    if resource == "cpu":
+        return f"{amount / 1000:g}" if amount % 1000 else str(amount // 1000)
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        if amount >= 2**30:
+            return f"{amount / 2**30:.4g}Gi"
+        if amount >= 2**20:
+            return f"{amount / 2**20:.4g}Mi"
+        return str(amount)
+    return str(amount)

@@ -1,0 +1,33 @@
+"""Which pods are gangplank's business: the labels and annotations of DESIGN.md's table.
+
+Pods with none of them pass through untouched (they only have to respect reservations).
+"""
+
+from __future__ import annotations
+
+from extender.core.model import PodInfo
+
+QUEUE_LABELS = (
+    "gangplank.io/queue",
+    "kueue.x-k8s.io/queue-name",
+    "scheduling.volcano.sh/queue-name",
+    "volcano.sh/queue-name",
+    "yunikorn.apache.org/queue",
+)
+GANG_LABELS = (
+    "gangplank.io/gang",
+    "scheduling.x-k8s.io/pod-group",
+    "kueue.x-k8s.io/pod-group-name",
+)
+GANG_ANNOTATIONS = (
+    "scheduling.k8s.io/group-name",
+    "yunikorn.apache.org/task-group-name",
+)
+
+
+def is_managed(pod: PodInfo) -> bool:
+    """Whether gangplank must account for this pod (it names a queue or a gang)."""
+    labels = pod.labels
+    if any(key in labels for key in QUEUE_LABELS) or any(key in labels for key in GANG_LABELS):
+        return True
+    return any(key in pod.annotations for key in GANG_ANNOTATIONS)

@@ -1,0 +1,93 @@
+"""`gangplank demo`: serve on the bundled example cluster and show one call of each verb.
+
+Runs the same `gangplank serve` a cluster runs (gunicorn, one worker), with `--cluster-file`
+instead of an API server, then prints the curl command for each verb with the answer it got.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from importlib.resources import files
+from pathlib import Path
+
+DATA = Path(str(files("extender") / "data"))
+CALLS = (
+    ("filter", "filter.json", "a plain GPU pod: every node passes (no policy yet)"),
+    ("filter", "filter-unknown-node.json",
+     "a queued pod offered a node the cache has not seen: that node fails, with a reason"),
+    ("prioritize", "prioritize.json", "neutral scores (0-10, integers)"),
+    ("preempt", "preempt.json", "kube-scheduler's candidates kept, as NodeNameToMetaVictims"),
+    ("bind", "bind.json", "the binding (in demo mode recorded in the embedded view)"),
+)
+
+
+def _post(url: str, body: bytes) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def _wait_ready(base: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=1) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def run_demo(port: int = 18888, once: bool = False) -> int:
+    cluster = DATA / "demo-cluster.yaml"
+    base = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "extender", "serve", "--cluster-file", str(cluster),
+               "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+    print(f"gangplank demo: serving the example cluster in {cluster}")
+    print(f"  $ {' '.join(command[2:]).replace('extender', 'gangplank', 1)}\n")
+    process = subprocess.Popen(command)
+    try:
+        if not _wait_ready(base, process):
+            print(f"gangplank demo: the server did not become ready on {base} "
+                  f"(is port {port} taken? try --port)", file=sys.stderr)
+            return 1
+        failures = 0
+        for verb, name, what in CALLS:
+            path = DATA / "demo-requests" / name
+            print(f"# {verb}: {what}")
+            print(f"curl -s -X POST {base}/scheduler/{verb} -H 'Content-Type: application/json' "
+                  f"-d @{path}")
+            status, text = _post(f"{base}/scheduler/{verb}", path.read_bytes())
+            failures += status != 200
+            try:
+                text = json.dumps(json.loads(text))
+            except ValueError:
+                pass
+            print(f"  -> HTTP {status} {text[:600]}\n")
+        print(f"curl -s {base}/readyz; curl -s {base}/metrics | grep gangplank_\n")
+        if once:
+            return 1 if failures else 0
+        print(f"gangplank is serving on {base}; run the commands above. Ctrl-C stops it.")
+        process.wait()
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()

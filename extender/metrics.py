@@ -1,0 +1,108 @@
+"""Prometheus metrics: requests per verb, and the health of the cluster cache.
+
+One registry per app (tests build many apps in one process); gunicorn runs one worker, so no
+multiprocess mode is needed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+# Server time of a call: tens of microseconds for a pass-through pod, up to seconds for a bad day.
+LATENCY_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "gangplank_requests", "Extender calls answered, by verb and HTTP status.",
+            ["verb", "code"], registry=r,
+        )
+        self.latency = Histogram(
+            "gangplank_request_duration_seconds", "Server time of an extender call, by verb.",
+            ["verb"], buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.binds = Counter(
+            "gangplank_binds", "Bind calls by outcome (bound, refused, failed).", ["outcome"],
+            registry=r,
+        )
+        self.relists = Counter(
+            "gangplank_cache_relists", "Full relists of a kind after its watch history expired "
+            "(410 Gone).", ["kind"], registry=r,
+        )
+        self.watch_errors = Counter(
+            "gangplank_watch_errors", "List or watch calls that failed or were dropped, by kind and "
+            "error.", ["kind", "reason"], registry=r,
+        )
+        self.watch_events = Counter(
+            "gangplank_watch_events", "Watch events applied to the cache, by kind and type.",
+            ["kind", "type"], registry=r,
+        )
+        self.list_seconds = Gauge(
+            "gangplank_cache_last_list_duration_seconds", "How long the last full list of a kind "
+            "took.", ["kind"], registry=r,
+        )
+
+    # WatchObserver
+    def listed(self, kind: str, count: int, seconds: float) -> None:
+        self.list_seconds.labels(kind).set(seconds)
+
+    def relisted(self, kind: str, reason: str) -> None:
+        self.relists.labels(kind).inc()
+
+    def event(self, kind: str, event_type: str) -> None:
+        self.watch_events.labels(kind, event_type).inc()
+
+    def error(self, kind: str, reason: str) -> None:
+        self.watch_errors.labels(kind, reason).inc()
+
+    def watch_cache(
+        self,
+        counts: Callable[[], Mapping[str, int]],
+        contacts: Callable[[], Iterable[tuple[str, float, bool]]],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Export cache size and age, read at scrape time."""
+        self.registry.register(_CacheCollector(counts, contacts, clock))
+
+
+class _CacheCollector(Collector):
+    def __init__(
+        self,
+        counts: Callable[[], Mapping[str, int]],
+        contacts: Callable[[], Iterable[tuple[str, float, bool]]],
+        clock: Callable[[], float],
+    ) -> None:
+        self._counts = counts
+        self._contacts = contacts
+        self._clock = clock
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        objects = GaugeMetricFamily(
+            "gangplank_cache_objects", "Objects in the cluster cache, by kind.", labels=["kind"]
+        )
+        for kind, count in self._counts().items():
+            objects.add_metric([kind], count)
+        age = GaugeMetricFamily(
+            "gangplank_cache_age_seconds",
+            "Seconds since the API server last sent news of a kind (event, bookmark or list).",
+            labels=["kind"],
+        )
+        synced = GaugeMetricFamily(
+            "gangplank_cache_synced", "1 once a kind has been fully listed.", labels=["kind"]
+        )
+        now = self._clock()
+        for kind, last_contact, is_synced in self._contacts():
+            synced.add_metric([kind], 1.0 if is_synced else 0.0)
+            if is_synced:
+                age.add_metric([kind], max(0.0, now - last_contact))
+        return [objects, age, synced]

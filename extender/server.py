@@ -1,0 +1,53 @@
+"""`gangplank serve`: the Flask app under gunicorn with the project's gunicorn settings."""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from extender import gunicorn_conf
+from extender.settings import Settings
+
+
+class GangplankServer(BaseApplication):  # type: ignore[misc]
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key in dir(gunicorn_conf):
+            if key in self.cfg.settings:
+                self.cfg.set(key, getattr(gunicorn_conf, key))
+        s = self.settings
+        self.cfg.set("bind", [s.bind])
+        self.cfg.set("threads", s.threads)
+        self.cfg.set("loglevel", s.log_level)
+        self.cfg.set("proc_name", "gangplank")
+        if s.tls_cert:
+            self.cfg.set("certfile", s.tls_cert)
+            self.cfg.set("keyfile", s.tls_key)
+        if s.tls_client_ca:
+            self.cfg.set("ca_certs", s.tls_client_ca)
+            self.cfg.set("cert_reqs", ssl.CERT_REQUIRED)
+
+    def load(self) -> Any:
+        from extender.web.app import create_app_from_settings
+
+        configure_logging(self.settings.log_level)
+        return create_app_from_settings(self.settings)
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("gangplank").setLevel(level.upper())
+
+
+def serve(settings: Settings) -> int:
+    GangplankServer(settings).run()
+    return 0

@@ -1,0 +1,52 @@
+"""The Flask application factory (no module-level app)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from extender.runtime import Runtime, build_runtime
+from extender.settings import Settings
+from extender.web.routes import VERBS, health_blueprint, json_response, verbs_blueprint
+
+log = logging.getLogger("gangplank.web")
+
+
+def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
+    settings = settings or Settings()
+    app = Flask("gangplank")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.extensions["gangplank"] = runtime
+    app.register_blueprint(verbs_blueprint(runtime, settings.url_prefix))
+    app.register_blueprint(health_blueprint(runtime))
+    prefix = "" if settings.url_prefix == "/" else settings.url_prefix
+    routes = ", ".join(f"POST {prefix}/{verb}" for verb in VERBS)
+
+    @app.errorhandler(HTTPException)
+    def http_error(err: HTTPException) -> Response:
+        status = err.code or 500
+        if status == 404:
+            reason = (f"no route {request.method} {request.path}; gangplank serves {routes}, "
+                      "GET /healthz, /readyz, /metrics")
+        elif status == 405:
+            reason = f"{request.method} is not allowed on {request.path}; extender verbs are POST"
+        elif status == 413:
+            reason = (f"request body is larger than the limit of {settings.max_body_bytes} bytes "
+                      "(--max-body-bytes)")
+        else:
+            reason = err.description or err.name
+        return json_response({"Error": reason}, status)
+
+    @app.errorhandler(Exception)
+    def internal_error(err: Exception) -> Response:
+        log.exception("internal error answering %s %s", request.method, request.path)
+        return json_response({"Error": f"gangplank internal error: {type(err).__name__}"}, 500)
+
+    return app
+
+
+def create_app_from_settings(settings: Settings) -> Flask:
+    """Build the runtime (without starting its threads) and the app around it."""
+    return create_app(build_runtime(settings), settings)

@@ -1,0 +1,112 @@
+"""Routes: parse → snapshot → decision core → answer. Nothing is decided here."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, Response, request
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from extender.binder import BindError
+from extender.core.bind import decide_bind
+from extender.core.filter import decide_filter
+from extender.core.preempt import decide_preemption
+from extender.core.prioritize import decide_scores
+from extender.runtime import Runtime
+from extender.web import wire
+
+log = logging.getLogger("gangplank.web")
+
+VERBS = ("filter", "prioritize", "preempt", "bind")
+
+
+def json_response(answer: Any, status: int = 200) -> Response:
+    return Response(wire.dumps(answer), status=status, mimetype="application/json")
+
+
+def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
+    bp = Blueprint("verbs", __name__, url_prefix=None if url_prefix == "/" else url_prefix)
+    metrics = runtime.metrics
+
+    def timed(verb: str, handle: Callable[[dict[str, Any]], Response]) -> Callable[[], Response]:
+        latency = metrics.latency.labels(verb)
+
+        def view() -> Response:
+            started = time.perf_counter()
+            status = 500
+            try:
+                response = handle(wire.load_body(request.get_data(cache=False)))
+                status = response.status_code
+                return response
+            except wire.BadRequest as err:
+                status = err.status
+                log.info("%s: bad request from %s: %s", verb, request.remote_addr, err.reason)
+                return json_response({"Error": err.reason}, err.status)
+            finally:
+                latency.observe(time.perf_counter() - started)
+                metrics.requests.labels(verb, str(status)).inc()
+
+        view.__name__ = verb
+        return view
+
+    def filter_(body: dict[str, Any]) -> Response:
+        pod = wire.parse_pod(body)
+        nodes = wire.parse_nodes(body)
+        result = decide_filter(runtime.store.snapshot(), pod, nodes.names)
+        return json_response(wire.filter_answer(nodes, result))
+
+    def prioritize(body: dict[str, Any]) -> Response:
+        pod = wire.parse_pod(body)
+        nodes = wire.parse_nodes(body)
+        scores = decide_scores(runtime.store.snapshot(), pod, nodes.names)
+        return json_response(wire.prioritize_answer(scores))
+
+    def preempt(body: dict[str, Any]) -> Response:
+        pod = wire.parse_pod(body)
+        candidates = wire.parse_victims(body)
+        kept = decide_preemption(runtime.store.snapshot(), pod, candidates)
+        return json_response(wire.preempt_answer(kept))
+
+    def bind(body: dict[str, Any]) -> Response:
+        bind_request = wire.parse_bind(body)
+        decision = decide_bind(runtime.store.snapshot(), bind_request)
+        if not decision.allowed:
+            metrics.binds.labels("refused").inc()
+            return json_response({"Error": decision.reason})
+        try:
+            runtime.binder.bind(bind_request)
+        except BindError as err:
+            metrics.binds.labels("failed").inc()
+            log.warning("%s", err)
+            return json_response({"Error": str(err)})
+        runtime.store.assume_bound(bind_request.namespace, bind_request.name,
+                                   bind_request.uid, bind_request.node)
+        metrics.binds.labels("bound").inc()
+        return json_response({"Error": ""})
+
+    for verb, handler in zip(VERBS, (filter_, prioritize, preempt, bind), strict=True):
+        bp.add_url_rule(f"/{verb}", endpoint=verb, view_func=timed(verb, handler),
+                        methods=["POST"])
+    return bp
+
+
+def health_blueprint(runtime: Runtime) -> Blueprint:
+    bp = Blueprint("health", __name__)
+
+    @bp.get("/healthz")
+    def healthz() -> Response:
+        return json_response({"status": "ok"})
+
+    @bp.get("/readyz")
+    def readyz() -> Response:
+        ready, reason = runtime.ready()
+        return json_response({"ready": ready, "reason": reason}, 200 if ready else 503)
+
+    @bp.get("/metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(runtime.metrics.registry), mimetype=CONTENT_TYPE_LATEST)
+
+    return bp
