@@ -38,8 +38,11 @@ class ApiBinder:
         )
         try:
             response = self._core.create_namespaced_pod_binding(
-                request.name, request.namespace, body,
-                _preload_content=False, _request_timeout=self._timeout,
+                request.name,
+                request.namespace,
+                body,
+                _preload_content=False,
+                _request_timeout=self._timeout,
             )
             response.release_conn()
         except ApiException as err:
@@ -58,8 +61,11 @@ class StoreBinder:
     """Demo mode: no API server; the binding is recorded in the embedded view only."""
 
     def bind(self, request: BindRequest) -> None:
-        log.info("demo: bound %s to %s in the embedded cluster view (no API server)",
-                 request.key, request.node)
+        log.info(
+            "demo: bound %s to %s in the embedded cluster view (no API server)",
+            request.key,
+            request.node,
+        )
 
 
 def _api_message(err: ApiException) -> str:

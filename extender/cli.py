@@ -30,11 +30,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--port", type=int, default=18888)
     demo.add_argument("--once", action="store_true", help="exit after showing the calls")
 
-    probe = commands.add_parser("probe", help="exit 0 when a local endpoint answers 200 "
-                                "(for exec probes)")
+    probe = commands.add_parser(
+        "probe", help="exit 0 when a local endpoint answers 200 (for exec probes)"
+    )
     probe.add_argument("endpoint", choices=("healthz", "readyz"))
-    probe.add_argument("--url", default="http://127.0.0.1:18888",
-                       help="base URL of the extender (default %(default)s)")
+    probe.add_argument(
+        "--url",
+        default="http://127.0.0.1:18888",
+        help="base URL of the extender (default %(default)s)",
+    )
 
     args = parser.parse_args(argv)
     if args.command == "serve":

@@ -89,7 +89,9 @@ def _container_requests(container: Any, path: str) -> dict[str, int]:
     rpath = f"{path}.resources"
     requests = resource_list(_mapping(resources, "requests", rpath), f"{rpath}.requests")
     # The API server defaults a request to the limit when only the limit is given.
-    for name, amount in resource_list(_mapping(resources, "limits", rpath), f"{rpath}.limits").items():
+    for name, amount in resource_list(
+        _mapping(resources, "limits", rpath), f"{rpath}.limits"
+    ).items():
         requests.setdefault(name, amount)
     return requests
 
@@ -103,7 +105,9 @@ def pod_requests(spec: Mapping[str, Any], path: str = "spec") -> dict[str, int]:
     for the resources they name. Every pod also takes one `pods` slot.
     """
     containers = _list(spec, "containers", path)
-    regular = total(_container_requests(c, f"{path}.containers[{i}]") for i, c in enumerate(containers))
+    regular = total(
+        _container_requests(c, f"{path}.containers[{i}]") for i, c in enumerate(containers)
+    )
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     for i, init in enumerate(_list(spec, "initContainers", path)):
@@ -136,7 +140,9 @@ def _owner(metadata: Mapping[str, Any]) -> Owner | None:
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             path = f"metadata.ownerReferences[{i}]"
             return Owner(
-                kind=_str(ref, "kind", path), name=_str(ref, "name", path), uid=_str(ref, "uid", path)
+                kind=_str(ref, "kind", path),
+                name=_str(ref, "name", path),
+                uid=_str(ref, "uid", path),
             )
     return None
 
@@ -178,7 +184,9 @@ def pod_from_api(raw: Any) -> PodInfo:
         annotations=_string_map(metadata, "annotations", mpath),
         owner=_owner(metadata),
         scheduler_name=_str(spec, "schedulerName", "Pod.spec") or "default-scheduler",
-        created=_timestamp(_str(metadata, "creationTimestamp", mpath), f"{mpath}.creationTimestamp"),
+        created=_timestamp(
+            _str(metadata, "creationTimestamp", mpath), f"{mpath}.creationTimestamp"
+        ),
         node_selector=_string_map(spec, "nodeSelector", "Pod.spec"),
         tolerations=_tolerations(spec),
         deleting=metadata.get("deletionTimestamp") is not None,
@@ -201,7 +209,11 @@ def node_from_api(raw: Any) -> NodeInfo:
         if not isinstance(t, Mapping):
             raise ConversionError(f"{path} must be an object")
         taints.append(
-            Taint(key=_str(t, "key", path), value=_str(t, "value", path), effect=_str(t, "effect", path))
+            Taint(
+                key=_str(t, "key", path),
+                value=_str(t, "value", path),
+                effect=_str(t, "effect", path),
+            )
         )
     return NodeInfo(
         name=_str(metadata, "name", "Node.metadata", required=True),

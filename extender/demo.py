@@ -6,6 +6,7 @@ instead of an API server, then prints the curl command for each verb with the an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -18,8 +19,11 @@ from pathlib import Path
 DATA = Path(str(files("extender") / "data"))
 CALLS = (
     ("filter", "filter.json", "a plain GPU pod: every node passes (no policy yet)"),
-    ("filter", "filter-unknown-node.json",
-     "a queued pod offered a node the cache has not seen: that node fails, with a reason"),
+    (
+        "filter",
+        "filter-unknown-node.json",
+        "a queued pod offered a node the cache has not seen: that node fails, with a reason",
+    ),
     ("prioritize", "prioritize.json", "neutral scores (0-10, integers)"),
     ("preempt", "preempt.json", "kube-scheduler's candidates kept, as NodeNameToMetaVictims"),
     ("bind", "bind.json", "the binding (in demo mode recorded in the embedded view)"),
@@ -53,28 +57,41 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], timeout: float = 30
 def run_demo(port: int = 18888, once: bool = False) -> int:
     cluster = DATA / "demo-cluster.yaml"
     base = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "extender", "serve", "--cluster-file", str(cluster),
-               "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "extender",
+        "serve",
+        "--cluster-file",
+        str(cluster),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+    ]
     print(f"gangplank demo: serving the example cluster in {cluster}")
     print(f"  $ {' '.join(command[2:]).replace('extender', 'gangplank', 1)}\n")
     process = subprocess.Popen(command)
     try:
         if not _wait_ready(base, process):
-            print(f"gangplank demo: the server did not become ready on {base} "
-                  f"(is port {port} taken? try --port)", file=sys.stderr)
+            print(
+                f"gangplank demo: the server did not become ready on {base} "
+                f"(is port {port} taken? try --port)",
+                file=sys.stderr,
+            )
             return 1
         failures = 0
         for verb, name, what in CALLS:
             path = DATA / "demo-requests" / name
             print(f"# {verb}: {what}")
-            print(f"curl -s -X POST {base}/scheduler/{verb} -H 'Content-Type: application/json' "
-                  f"-d @{path}")
+            print(
+                f"curl -s -X POST {base}/scheduler/{verb} -H 'Content-Type: application/json' "
+                f"-d @{path}"
+            )
             status, text = _post(f"{base}/scheduler/{verb}", path.read_bytes())
             failures += status != 200
-            try:
+            with contextlib.suppress(ValueError):
                 text = json.dumps(json.loads(text))
-            except ValueError:
-                pass
             print(f"  -> HTTP {status} {text[:600]}\n")
         print(f"curl -s {base}/readyz; curl -s {base}/metrics | grep gangplank_\n")
         if once:

@@ -15,7 +15,21 @@ from prometheus_client.registry import Collector
 
 # Server time of a call: tens of microseconds for a pass-through pod, up to seconds for a bad day.
 LATENCY_BUCKETS = (
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
 )
 
 
@@ -24,32 +38,47 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "gangplank_requests", "Extender calls answered, by verb and HTTP status.",
-            ["verb", "code"], registry=r,
+            "gangplank_requests",
+            "Extender calls answered, by verb and HTTP status.",
+            ["verb", "code"],
+            registry=r,
         )
         self.latency = Histogram(
-            "gangplank_request_duration_seconds", "Server time of an extender call, by verb.",
-            ["verb"], buckets=LATENCY_BUCKETS, registry=r,
+            "gangplank_request_duration_seconds",
+            "Server time of an extender call, by verb.",
+            ["verb"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.binds = Counter(
-            "gangplank_binds", "Bind calls by outcome (bound, refused, failed).", ["outcome"],
+            "gangplank_binds",
+            "Bind calls by outcome (bound, refused, failed).",
+            ["outcome"],
             registry=r,
         )
         self.relists = Counter(
-            "gangplank_cache_relists", "Full relists of a kind after its watch history expired "
-            "(410 Gone).", ["kind"], registry=r,
+            "gangplank_cache_relists",
+            "Full relists of a kind after its watch history expired (410 Gone).",
+            ["kind"],
+            registry=r,
         )
         self.watch_errors = Counter(
-            "gangplank_watch_errors", "List or watch calls that failed or were dropped, by kind and "
-            "error.", ["kind", "reason"], registry=r,
+            "gangplank_watch_errors",
+            "List or watch calls that failed or were dropped, by kind and error.",
+            ["kind", "reason"],
+            registry=r,
         )
         self.watch_events = Counter(
-            "gangplank_watch_events", "Watch events applied to the cache, by kind and type.",
-            ["kind", "type"], registry=r,
+            "gangplank_watch_events",
+            "Watch events applied to the cache, by kind and type.",
+            ["kind", "type"],
+            registry=r,
         )
         self.list_seconds = Gauge(
-            "gangplank_cache_last_list_duration_seconds", "How long the last full list of a kind "
-            "took.", ["kind"], registry=r,
+            "gangplank_cache_last_list_duration_seconds",
+            "How long the last full list of a kind took.",
+            ["kind"],
+            registry=r,
         )
 
     # WatchObserver

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,9 @@ class Runtime:
 
     def start(self) -> None:
         for reflector in self.reflectors:
-            thread = threading.Thread(target=reflector.run, name=f"watch-{reflector.kind}",
-                                      daemon=True)
+            thread = threading.Thread(
+                target=reflector.run, name=f"watch-{reflector.kind}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
 
@@ -75,9 +76,11 @@ def api_clients(settings: Settings) -> tuple[Any, Any]:
 
     configuration = client.Configuration()
     if settings.in_cluster:
-        config.load_incluster_config(client_configuration=configuration)
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     else:
-        config.load_kube_config(config_file=settings.kubeconfig, client_configuration=configuration)
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=settings.kubeconfig, client_configuration=configuration
+        )
     configuration.connection_pool_maxsize = 8
     return client.ApiClient(configuration), client.ApiClient(configuration)
 
@@ -91,15 +94,21 @@ def build_reflectors(
     core = client.CoreV1Api(watch_client)
     scheduling = client.SchedulingV1Api(watch_client)
     handlers = handlers_for(store)
-    calls = {
+    calls: dict[str, Callable[..., Any]] = {
         "nodes": core.list_node,
         "pods": core.list_pod_for_all_namespaces,
         "namespaces": core.list_namespace,
         "priorityclasses": scheduling.list_priority_class,
     }
     return [
-        Reflector(kind, call, handlers[kind], observer=metrics,
-                  watch_timeout=settings.watch_timeout, read_timeout=settings.read_timeout)
+        Reflector(
+            kind,
+            call,
+            handlers[kind],
+            observer=metrics,
+            watch_timeout=settings.watch_timeout,
+            read_timeout=settings.read_timeout,
+        )
         for kind, call in calls.items()
     ]
 
@@ -109,8 +118,11 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
     store = ClusterStore()
     if settings.cluster_file:
         counts = load_cluster_file(Path(settings.cluster_file), store)
-        log.info("serving the cluster view in %s: %s", settings.cluster_file,
-                 ", ".join(f"{n} {k}" for k, n in counts.items()))
+        log.info(
+            "serving the cluster view in %s: %s",
+            settings.cluster_file,
+            ", ".join(f"{n} {k}" for k, n in counts.items()),
+        )
         return Runtime(store, StoreBinder(), metrics, preloaded=True)
     from kubernetes import client
 

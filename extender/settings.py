@@ -43,25 +43,33 @@ class Settings:
         return "in-cluster" if self.in_cluster else "kubeconfig"
 
     def validate(self) -> Settings:
-        if not self.url_prefix.startswith("/") or self.url_prefix.endswith("/") and self.url_prefix != "/":
+        if not self.url_prefix.startswith("/") or (
+            self.url_prefix.endswith("/") and self.url_prefix != "/"
+        ):
             raise SettingsError(
                 f"url prefix {self.url_prefix!r} must start with '/' and not end with one "
                 "(kube-scheduler calls urlPrefix + '/' + verb)"
             )
         if self.log_level not in LOG_LEVELS:
-            raise SettingsError(f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+            raise SettingsError(
+                f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
+            )
         if bool(self.tls_cert) != bool(self.tls_key):
             raise SettingsError("TLS needs both --tls-cert and --tls-key")
         if self.tls_client_ca and not self.tls_cert:
             raise SettingsError("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key")
-        for label, path in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key),
-                            ("--tls-client-ca", self.tls_client_ca),
-                            ("--cluster-file", self.cluster_file)):
+        for label, path in (
+            ("--tls-cert", self.tls_cert),
+            ("--tls-key", self.tls_key),
+            ("--tls-client-ca", self.tls_client_ca),
+            ("--cluster-file", self.cluster_file),
+        ):
             if path and not Path(path).is_file():
                 raise SettingsError(f"{label} {path}: no such file")
         if self.cluster_file and (self.in_cluster or self.kubeconfig):
-            raise SettingsError("--cluster-file serves a fixed view; it excludes --kubeconfig and "
-                                "--in-cluster")
+            raise SettingsError(
+                "--cluster-file serves a fixed view; it excludes --kubeconfig and --in-cluster"
+            )
         if self.threads < 1 or self.max_body_bytes < 1024:
             raise SettingsError("--threads must be >= 1 and --max-body-bytes >= 1024")
         if self.policy:
@@ -93,29 +101,60 @@ def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str])
     def default(name: str, fallback: object) -> object:
         return env.get(f"GANGPLANK_{name}", fallback)
 
-    parser.add_argument("--bind", default=default("BIND", d.bind),
-                        help="address to listen on, HOST:PORT (env GANGPLANK_BIND; default %(default)s)")
-    parser.add_argument("--url-prefix", default=default("URL_PREFIX", d.url_prefix),
-                        help="path before /filter etc.; match the extender urlPrefix (default %(default)s)")
-    parser.add_argument("--kubeconfig", default=default("KUBECONFIG", env.get("KUBECONFIG")),
-                        help="kubeconfig file (env GANGPLANK_KUBECONFIG or KUBECONFIG)")
-    parser.add_argument("--in-cluster", action="store_true",
-                        default=_env_bool(env.get("GANGPLANK_IN_CLUSTER")),
-                        help="use the pod's service account (env GANGPLANK_IN_CLUSTER=1)")
-    parser.add_argument("--cluster-file", default=default("CLUSTER_FILE", None),
-                        help="serve a fixed cluster view from a `kubectl get -o yaml` file instead of "
-                             "an API server")
-    parser.add_argument("--tls-cert", default=default("TLS_CERT", None), help="serve HTTPS with this certificate")
-    parser.add_argument("--tls-key", default=default("TLS_KEY", None), help="private key of --tls-cert")
-    parser.add_argument("--tls-client-ca", default=default("TLS_CLIENT_CA", None),
-                        help="require client certificates signed by this CA (mutual TLS)")
-    parser.add_argument("--log-level", default=default("LOG_LEVEL", d.log_level), choices=LOG_LEVELS)
+    parser.add_argument(
+        "--bind",
+        default=default("BIND", d.bind),
+        help="address to listen on, HOST:PORT (env GANGPLANK_BIND; default %(default)s)",
+    )
+    parser.add_argument(
+        "--url-prefix",
+        default=default("URL_PREFIX", d.url_prefix),
+        help="path before /filter etc.; match the extender urlPrefix (default %(default)s)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=default("KUBECONFIG", env.get("KUBECONFIG")),
+        help="kubeconfig file (env GANGPLANK_KUBECONFIG or KUBECONFIG)",
+    )
+    parser.add_argument(
+        "--in-cluster",
+        action="store_true",
+        default=_env_bool(env.get("GANGPLANK_IN_CLUSTER")),
+        help="use the pod's service account (env GANGPLANK_IN_CLUSTER=1)",
+    )
+    parser.add_argument(
+        "--cluster-file",
+        default=default("CLUSTER_FILE", None),
+        help="serve a fixed cluster view from a `kubectl get -o yaml` file instead of "
+        "an API server",
+    )
+    parser.add_argument(
+        "--tls-cert", default=default("TLS_CERT", None), help="serve HTTPS with this certificate"
+    )
+    parser.add_argument(
+        "--tls-key", default=default("TLS_KEY", None), help="private key of --tls-cert"
+    )
+    parser.add_argument(
+        "--tls-client-ca",
+        default=default("TLS_CLIENT_CA", None),
+        help="require client certificates signed by this CA (mutual TLS)",
+    )
+    parser.add_argument(
+        "--log-level", default=default("LOG_LEVEL", d.log_level), choices=LOG_LEVELS
+    )
     parser.add_argument("--policy", default=default("POLICY", None), help="policy YAML file")
-    parser.add_argument("--threads", type=int, default=int(str(default("THREADS", d.threads))),
-                        help="request threads of the single worker (default %(default)s)")
-    parser.add_argument("--max-body-bytes", type=int,
-                        default=int(str(default("MAX_BODY_BYTES", d.max_body_bytes))),
-                        help="largest request body accepted (default %(default)s)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=int(str(default("THREADS", d.threads))),
+        help="request threads of the single worker (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=int(str(default("MAX_BODY_BYTES", d.max_body_bytes))),
+        help="largest request body accepted (default %(default)s)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -124,10 +163,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if in_cluster:
         kubeconfig = None
     return Settings(
-        bind=args.bind, url_prefix=args.url_prefix, kubeconfig=kubeconfig, in_cluster=in_cluster,
-        cluster_file=args.cluster_file, tls_cert=args.tls_cert, tls_key=args.tls_key,
-        tls_client_ca=args.tls_client_ca, log_level=args.log_level, policy=args.policy,
-        threads=args.threads, max_body_bytes=args.max_body_bytes,
+        bind=args.bind,
+        url_prefix=args.url_prefix,
+        kubeconfig=kubeconfig,
+        in_cluster=in_cluster,
+        cluster_file=args.cluster_file,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca,
+        log_level=args.log_level,
+        policy=args.policy,
+        threads=args.threads,
+        max_body_bytes=args.max_body_bytes,
     ).validate()
 
 

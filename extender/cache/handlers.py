@@ -62,19 +62,27 @@ def handlers_for(store: ClusterStore) -> dict[str, KindHandler[Any]]:
     """One handler per watched kind, keyed by the kind's plural name."""
     return {
         "nodes": KindHandler(
-            "nodes", node_from_api, store.upsert_node,
-            lambda node: store.delete_node(node.name), store.replace_nodes,
+            "nodes",
+            node_from_api,
+            store.upsert_node,
+            lambda node: store.delete_node(node.name),
+            store.replace_nodes,
         ),
         "pods": KindHandler(
             "pods", pod_from_api, store.upsert_pod, store.delete_pod, store.replace_pods
         ),
         "namespaces": KindHandler(
-            "namespaces", namespace_from_api, lambda item: store.upsert_namespace(*item),
-            lambda item: store.delete_namespace(item[0]), store.replace_namespaces,
+            "namespaces",
+            namespace_from_api,
+            lambda item: store.upsert_namespace(*item),
+            lambda item: store.delete_namespace(item[0]),
+            store.replace_namespaces,
         ),
         "priorityclasses": KindHandler(
-            "priorityclasses", priority_class_from_api,
+            "priorityclasses",
+            priority_class_from_api,
             lambda item: store.upsert_priority_class(*item),
-            lambda item: store.delete_priority_class(item[0]), store.replace_priority_classes,
+            lambda item: store.delete_priority_class(item[0]),
+            store.replace_priority_classes,
         ),
     }

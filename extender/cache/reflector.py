@@ -13,6 +13,7 @@ slow for 50,000 pods.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -74,7 +75,7 @@ class Backoff:
         self._attempt = 0
 
     def next_delay(self) -> float:
-        delay = min(self.cap, self.base * (2**self._attempt))
+        delay = min(self.cap, self.base * float(2**self._attempt))
         self._attempt = min(self._attempt + 1, 16)
         return delay * random.uniform(0.5, 1.0)
 
@@ -120,10 +121,9 @@ class Reflector:
         self._stop.set()
         response = self._response
         if response is not None:
-            try:
+            # Closing a half-dead socket may fail; we are leaving anyway.
+            with contextlib.suppress(Exception):
                 response.close()
-            except Exception:  # closing a half-dead socket may fail; we are leaving anyway
-                pass
 
     @property
     def stopped(self) -> bool:
@@ -144,8 +144,11 @@ class Reflector:
                 self.watch_once()
                 self._backoff.reset()
             except Gone:
-                log.info("%s: resourceVersion %s expired (410 Gone); relisting", self.kind,
-                         self.resource_version)
+                log.info(
+                    "%s: resourceVersion %s expired (410 Gone); relisting",
+                    self.kind,
+                    self.resource_version,
+                )
                 self._observer.relisted(self.kind, "gone")
                 need_list = True
             except Exception as err:  # any fault of network or server: back off and resume
@@ -154,9 +157,14 @@ class Reflector:
                 reason = type(err).__name__
                 self._observer.error(self.kind, reason)
                 delay = self._backoff.next_delay()
-                log.warning("%s: %s from the API server (%s); retrying in %.1fs from "
-                            "resourceVersion %s", self.kind, "list failed" if need_list else
-                            "watch dropped", _describe(err), delay, self.resource_version or "-")
+                log.warning(
+                    "%s: %s from the API server (%s); retrying in %.1fs from resourceVersion %s",
+                    self.kind,
+                    "list failed" if need_list else "watch dropped",
+                    _describe(err),
+                    delay,
+                    self.resource_version or "-",
+                )
                 self._stop.wait(delay)
 
     # ---- list ---------------------------------------------------------------------------------
@@ -176,7 +184,9 @@ class Reflector:
                 response = self._list_call(**kwargs)
             except ApiException as err:
                 if err.status == 410:
-                    log.info("%s: list continuation expired; listing again from the start", self.kind)
+                    log.info(
+                        "%s: list continuation expired; listing again from the start", self.kind
+                    )
                     items, token = [], None
                     continue
                 raise
@@ -193,7 +203,9 @@ class Reflector:
         self._handler.replace(items)
         self.last_contact = self._clock()
         self._observer.listed(self.kind, len(items), self._clock() - started)
-        log.info("%s: listed %d at resourceVersion %s", self.kind, len(items), self.resource_version)
+        log.info(
+            "%s: listed %d at resourceVersion %s", self.kind, len(items), self.resource_version
+        )
         self.synced.set()
 
     # ---- watch --------------------------------------------------------------------------------
@@ -215,7 +227,7 @@ class Reflector:
             raise
         self._response = response
         try:
-            for line in iter_resp_lines(response):
+            for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
                 if self._stop.is_set():
                     return
                 if line:

@@ -15,7 +15,12 @@ import yaml
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
 
-_KINDS = {"Node": "nodes", "Pod": "pods", "Namespace": "namespaces", "PriorityClass": "priorityclasses"}
+_KINDS = {
+    "Node": "nodes",
+    "Pod": "pods",
+    "Namespace": "namespaces",
+    "PriorityClass": "priorityclasses",
+}
 
 
 class ClusterFileError(ValueError):
@@ -33,7 +38,9 @@ def load_cluster_file(path: Path, store: ClusterStore) -> dict[str, int]:
     while pending:
         doc = pending.pop(0)
         if not isinstance(doc, Mapping):
-            raise ClusterFileError(f"{path}: expected Kubernetes objects, found {type(doc).__name__}")
+            raise ClusterFileError(
+                f"{path}: expected Kubernetes objects, found {type(doc).__name__}"
+            )
         kind = doc.get("kind", "")
         if kind == "List" or str(kind).endswith("List"):
             items = doc.get("items") or []

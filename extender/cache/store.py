@@ -118,9 +118,7 @@ class ClusterStore:
 
     def delete_priority_class(self, name: str) -> None:
         with self._lock:
-            self._priority_classes = {
-                k: v for k, v in self._priority_classes.items() if k != name
-            }
+            self._priority_classes = {k: v for k, v in self._priority_classes.items() if k != name}
             self._bump()
 
     def replace_priority_classes(self, items: Iterable[tuple[str, int]]) -> None:

@@ -20,5 +20,7 @@ def clamp_score(score: float) -> int:
     return max(MIN_SCORE, min(MAX_SCORE, round(score)))
 
 
-def decide_scores(snapshot: Snapshot, pod: PodInfo, node_names: Sequence[str]) -> list[tuple[str, int]]:
+def decide_scores(
+    snapshot: Snapshot, pod: PodInfo, node_names: Sequence[str]
+) -> list[tuple[str, int]]:
     return [(name, NEUTRAL_SCORE) for name in node_names]

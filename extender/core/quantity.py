@@ -31,7 +31,9 @@ _SUFFIXES: dict[str, Decimal] = {
     "Pi": Decimal(2**50),
     "Ei": Decimal(2**60),
 }
-_PATTERN = re.compile(r"^\+?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,3}|[numkMGTPE]i?)?$")
+_PATTERN = re.compile(
+    r"^\+?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]{1,3}|[numkMGTPE])?$"
+)
 
 
 class QuantityError(ValueError):
@@ -60,13 +62,15 @@ def _parse(text: str, milli: bool) -> int:
         raise QuantityError(f"{text!r} is negative")
     match = _PATTERN.match(stripped)
     if match is None:
-        raise QuantityError(f"{text!r} is not a quantity (expected a number with an optional suffix)")
+        raise QuantityError(
+            f"{text!r} is not a quantity (expected a number with an optional suffix)"
+        )
     number, suffix = match.group(1), match.group(2) or ""
     try:
-        if suffix[:1] in ("e", "E"):
-            amount = Decimal(number) * (Decimal(10) ** int(suffix[1:]))
-        else:
+        if suffix in _SUFFIXES:
             amount = Decimal(number) * _SUFFIXES[suffix]
+        else:
+            amount = Decimal(number) * (Decimal(10) ** int(suffix[1:]))
     except (InvalidOperation, KeyError, OverflowError) as err:
         raise QuantityError(f"{text!r} is not a quantity") from err
     if milli:

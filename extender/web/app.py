@@ -28,13 +28,17 @@ def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
     def http_error(err: HTTPException) -> Response:
         status = err.code or 500
         if status == 404:
-            reason = (f"no route {request.method} {request.path}; gangplank serves {routes}, "
-                      "GET /healthz, /readyz, /metrics")
+            reason = (
+                f"no route {request.method} {request.path}; gangplank serves {routes}, "
+                "GET /healthz, /readyz, /metrics"
+            )
         elif status == 405:
             reason = f"{request.method} is not allowed on {request.path}; extender verbs are POST"
         elif status == 413:
-            reason = (f"request body is larger than the limit of {settings.max_body_bytes} bytes "
-                      "(--max-body-bytes)")
+            reason = (
+                f"request body is larger than the limit of {settings.max_body_bytes} bytes "
+                "(--max-body-bytes)"
+            )
         else:
             reason = err.description or err.name
         return json_response({"Error": reason}, status)

@@ -82,14 +82,14 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
             metrics.binds.labels("failed").inc()
             log.warning("%s", err)
             return json_response({"Error": str(err)})
-        runtime.store.assume_bound(bind_request.namespace, bind_request.name,
-                                   bind_request.uid, bind_request.node)
+        runtime.store.assume_bound(
+            bind_request.namespace, bind_request.name, bind_request.uid, bind_request.node
+        )
         metrics.binds.labels("bound").inc()
         return json_response({"Error": ""})
 
     for verb, handler in zip(VERBS, (filter_, prioritize, preempt, bind), strict=True):
-        bp.add_url_rule(f"/{verb}", endpoint=verb, view_func=timed(verb, handler),
-                        methods=["POST"])
+        bp.add_url_rule(f"/{verb}", endpoint=verb, view_func=timed(verb, handler), methods=["POST"])
     return bp
 
 

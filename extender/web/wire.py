@@ -47,8 +47,14 @@ def fold(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _json_type(value: object) -> str:
-    return {list: "an array", str: "a string", int: "a number", float: "a number",
-            bool: "a boolean", type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        list: "an array",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "a boolean",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 def parse_pod(body: Mapping[str, Any]) -> PodInfo:
@@ -83,8 +89,10 @@ def parse_nodes(body: Mapping[str, Any]) -> NodeArgs:
         return NodeArgs(names=names, raw_nodes=None)
     nodes = body.get("nodes")
     if nodes is None:
-        raise BadRequest("neither NodeNames (nodeCacheCapable: true) nor Nodes "
-                         "(nodeCacheCapable: false) was sent")
+        raise BadRequest(
+            "neither NodeNames (nodeCacheCapable: true) nor Nodes "
+            "(nodeCacheCapable: false) was sent"
+        )
     if not isinstance(nodes, dict):
         raise BadRequest(f"Nodes must be a NodeList object, not {_json_type(nodes)}")
     items = fold(nodes).get("items")
@@ -116,7 +124,9 @@ def filter_answer(nodes: NodeArgs, result: FilterResult) -> dict[str, Any]:
         keep = set(result.passed)
         answer["Nodes"] = {
             "metadata": {},
-            "items": [n for n, name in zip(nodes.raw_nodes, nodes.names, strict=True) if name in keep],
+            "items": [
+                n for n, name in zip(nodes.raw_nodes, nodes.names, strict=True) if name in keep
+            ],
         }
     return answer
 
@@ -172,16 +182,24 @@ def preempt_answer(kept: Mapping[str, Victims]) -> dict[str, Any]:
 
 def parse_bind(body: Mapping[str, Any]) -> BindRequest:
     values: dict[str, str] = {}
-    for key, label in (("podname", "PodName"), ("podnamespace", "PodNamespace"),
-                       ("poduid", "PodUID"), ("node", "Node")):
+    for key, label in (
+        ("podname", "PodName"),
+        ("podnamespace", "PodNamespace"),
+        ("poduid", "PodUID"),
+        ("node", "Node"),
+    ):
         value = body.get(key)
         if value is None and key == "poduid":
             value = ""
         if not isinstance(value, str) or (not value and key != "poduid"):
             raise BadRequest(f"{label} must be a non-empty string")
         values[key] = value
-    return BindRequest(namespace=values["podnamespace"], name=values["podname"],
-                       uid=values["poduid"], node=values["node"])
+    return BindRequest(
+        namespace=values["podnamespace"],
+        name=values["podname"],
+        uid=values["poduid"],
+        node=values["node"],
+    )
 
 
 def dumps(answer: Any) -> bytes:

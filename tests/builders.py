@@ -1,0 +1,95 @@
+"""Small builders for API objects and core types used across the tests."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from extender.convert import node_from_api, pod_from_api
+from extender.core.model import NodeInfo, PodInfo
+
+FIXTURES = Path(__file__).parent / "data" / "kube-scheduler"
+_ids = itertools.count(1)
+
+
+def fixture(name: str) -> dict[str, Any]:
+    """A request body a real kube-scheduler v1.36 sent (see data/kube-scheduler/NOTES.md)."""
+    body: dict[str, Any] = json.loads((FIXTURES / name).read_text())
+    return body
+
+
+def pod(
+    name: str = "",
+    *,
+    namespace: str = "default",
+    node: str | None = None,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    gpu: int = 0,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    phase: str = "Pending",
+    priority: int = 0,
+    uid: str | None = None,
+) -> dict[str, Any]:
+    """A Pod as the API server returns it."""
+    n = next(_ids)
+    requests: dict[str, str] = {"cpu": cpu, "memory": memory}
+    if gpu:
+        requests["nvidia.com/gpu"] = str(gpu)
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "train:1", "resources": {"requests": requests}}],
+        "priority": priority,
+        "schedulerName": "gangplank",
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "metadata": {
+            "name": name or f"pod-{n}",
+            "namespace": namespace,
+            "uid": uid or f"00000000-0000-4000-8000-{n:012d}",
+            "labels": labels or {},
+            "annotations": annotations or {},
+            "creationTimestamp": "2026-12-01T10:00:00Z",
+        },
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def node(
+    name: str,
+    *,
+    cpu: str = "32",
+    memory: str = "256Gi",
+    gpu: int = 8,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Node as the API server returns it."""
+    allocatable = {"cpu": cpu, "memory": memory, "pods": "110"}
+    if gpu:
+        allocatable["nvidia.com/gpu"] = str(gpu)
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {},
+        "status": {"allocatable": allocatable, "capacity": dict(allocatable)},
+    }
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}}
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "value": value}
+
+
+def pod_info(**kwargs: Any) -> PodInfo:
+    return pod_from_api(pod(**kwargs))
+
+
+def node_info(name: str, **kwargs: Any) -> NodeInfo:
+    return node_from_api(node(name, **kwargs))

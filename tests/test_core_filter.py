@@ -1,0 +1,45 @@
+"""The core's pass-through decisions and the rule for nodes the cache has not seen."""
+
+from __future__ import annotations
+
+from extender.core.filter import decide_filter
+from extender.core.model import Snapshot
+from extender.core.preempt import Victims, decide_preemption
+from extender.core.prioritize import clamp_score, decide_scores
+from extender.core.workload import is_managed
+from tests.builders import node_info, pod_info
+
+SNAP = Snapshot(nodes={"n1": node_info("n1"), "n2": node_info("n2")})
+
+
+def test_a_plain_pod_passes_every_node_even_ones_the_cache_does_not_know() -> None:
+    result = decide_filter(SNAP, pod_info(), ["n1", "n2", "n9"])
+    assert result.passed == ["n1", "n2", "n9"] and not result.failed
+
+
+def test_a_queued_pod_fails_unknown_nodes_as_resolvable_with_a_reason() -> None:
+    pod = pod_info(name="w-0", namespace="ml", labels={"gangplank.io/queue": "team-a"})
+    result = decide_filter(SNAP, pod, ["n1", "n9"])
+    assert result.passed == ["n1"]
+    assert set(result.failed) == {"n9"} and not result.unresolvable
+    assert "ml/w-0" in result.failed["n9"] and "n9" in result.failed["n9"]
+
+
+def test_every_label_source_of_the_design_table_makes_a_pod_managed() -> None:
+    for labels in ({"gangplank.io/gang": "g"}, {"scheduling.x-k8s.io/pod-group": "g"},
+                   {"kueue.x-k8s.io/pod-group-name": "g"}, {"kueue.x-k8s.io/queue-name": "q"},
+                   {"volcano.sh/queue-name": "q"}, {"yunikorn.apache.org/queue": "q"}):
+        assert is_managed(pod_info(labels=labels)), labels
+    assert is_managed(pod_info(annotations={"scheduling.k8s.io/group-name": "pg"}))
+    assert not is_managed(pod_info(labels={"app": "web"}))
+
+
+def test_scores_are_integers_from_0_to_10() -> None:
+    assert [clamp_score(s) for s in (-3, 4.6, 99)] == [0, 5, 10]
+    scores = decide_scores(SNAP, pod_info(), ["n1", "n2"])
+    assert scores == [("n1", 0), ("n2", 0)]
+
+
+def test_preemption_keeps_candidates_but_never_a_node_without_victims() -> None:
+    kept = decide_preemption(SNAP, pod_info(), {"n1": Victims(("u1",)), "n2": Victims(())})
+    assert kept == {"n1": Victims(("u1",))}
