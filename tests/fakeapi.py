@@ -39,7 +39,7 @@ class WatchFaults:
 
     gone_status: int = 0  # answer this many watch calls with HTTP 410
     gone_event: int = 0  # answer this many watch calls with an ERROR 410 event
-    drop_after: int | None = None  # cut the next stream after this many events
+    drop_after: int | None = None  # cut the open (or next) stream after this many more events
     delay: float = 0.0  # sleep before each event
     stall: bool = False  # send nothing at all until the client gives up
 
@@ -227,8 +227,6 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 self._chunk(b"")
                 return
             deadline = time.monotonic() + timeout
-            sent = 0
-            drop_after, faults.drop_after = faults.drop_after, None
             try:
                 while not api.closing:
                     with api.cond:
@@ -240,7 +238,8 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                             api.cond.wait(min(remaining, 0.2))
                             continue
                     for event in pending:
-                        if drop_after is not None and sent >= drop_after:
+                        if faults.drop_after == 0:
+                            faults.drop_after = None
                             # Cut the stream in the middle of a chunk, as a dying proxy would.
                             self.wfile.write(b"7f\r\n{\"type\":")
                             self.wfile.flush()
@@ -251,7 +250,8 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                         line = json.dumps({"type": event.type, "object": event.obj}).encode()
                         self._chunk(line + b"\n")
                         since = event.rv
-                        sent += 1
+                        if faults.drop_after is not None:
+                            faults.drop_after -= 1
                 self._chunk(b"")
             except (BrokenPipeError, ConnectionResetError, OSError):
                 return

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -121,7 +122,10 @@ class Reflector:
         self._stop.set()
         response = self._response
         if response is not None:
-            # Closing a half-dead socket may fail; we are leaving anyway.
+            # Shut the socket down to wake the thread blocked reading it (close() alone does
+            # not); a half-dead socket may refuse, and we are leaving anyway.
+            with contextlib.suppress(Exception):
+                response.connection.sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(Exception):
                 response.close()
 
