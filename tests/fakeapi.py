@@ -72,14 +72,20 @@ def _key(obj: dict[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hanging up (as the reflector does on purpose) are not errors here."""
+
+
 class FakeApiServer:
     """Start with `with FakeApiServer() as api:`; `api.url` is the base URL."""
 
     def __init__(self) -> None:
         self.state = State()
         self.cond = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), _make_handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self.closing = False
 

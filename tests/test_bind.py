@@ -1,0 +1,80 @@
+"""Bind creates the Binding through the API server and reports failures in Error."""
+
+from __future__ import annotations
+
+import orjson
+from flask.testing import FlaskClient
+from kubernetes import client
+
+from extender.binder import ApiBinder
+from extender.cache.handlers import handlers_for
+from extender.cache.store import ClusterStore
+from extender.metrics import Metrics
+from extender.runtime import Runtime
+from extender.web.app import create_app
+from tests.builders import node, pod
+from tests.fakeapi import FakeApiServer
+
+
+def app_on(api: FakeApiServer) -> tuple[FlaskClient, ClusterStore]:
+    store = ClusterStore()
+    handlers = handlers_for(store)
+    handlers["nodes"].replace([node("n1")])
+    handlers["pods"].replace([o for o in api.state.objects["pods"].values()])
+    core = client.CoreV1Api(client.ApiClient(client.Configuration(host=api.url)))
+    runtime = Runtime(store, ApiBinder(core), Metrics(), preloaded=True)
+    return create_app(runtime).test_client(), store
+
+
+def bind(test_client: FlaskClient, name: str, uid: str, node_name: str = "n1") -> dict[str, str]:
+    body = {"PodName": name, "PodNamespace": "default", "PodUID": uid, "Node": node_name}
+    response = test_client.post("/scheduler/bind", data=orjson.dumps(body))
+    assert response.status_code == 200
+    answer: dict[str, str] = orjson.loads(response.data)
+    return answer
+
+
+def test_a_bind_posts_a_binding_with_the_pod_uid_and_counts_the_pod(
+    fake_api: FakeApiServer,
+) -> None:
+    created = fake_api.put("pods", pod("w-0", gpu=2))
+    test_client, store = app_on(fake_api)
+    answer = bind(test_client, "w-0", created["metadata"]["uid"])
+    assert answer == {"Error": ""}
+    binding = fake_api.state.bindings[0]
+    assert binding["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+    assert binding["metadata"]["uid"] == created["metadata"]["uid"]
+    assert fake_api.state.objects["pods"]["default/w-0"]["spec"]["nodeName"] == "n1"
+    assert store.snapshot().nodes["n1"].requested["nvidia.com/gpu"] == 2
+
+
+def test_a_bind_the_api_server_refuses_reports_why_in_error(fake_api: FakeApiServer) -> None:
+    created = fake_api.put("pods", pod("w-0", node="n2"))
+    test_client, store = app_on(fake_api)
+    answer = bind(test_client, "w-0", created["metadata"]["uid"])
+    assert "binding pod default/w-0 to node n1 failed: HTTP 409" in answer["Error"]
+    assert "already assigned" in answer["Error"]
+
+
+def test_a_bind_for_a_pod_that_is_gone_reports_not_found(fake_api: FakeApiServer) -> None:
+    test_client, _ = app_on(fake_api)
+    answer = bind(test_client, "ghost", "u-ghost")
+    assert "HTTP 404" in answer["Error"] and "not found" in answer["Error"]
+
+
+def test_a_bind_with_a_stale_uid_is_refused(fake_api: FakeApiServer) -> None:
+    fake_api.put("pods", pod("w-0"))
+    test_client, _ = app_on(fake_api)
+    answer = bind(test_client, "w-0", "uid-of-an-older-pod-with-that-name")
+    assert "HTTP 409" in answer["Error"] and "precondition" in answer["Error"]
+
+
+def test_an_unreachable_api_server_is_a_bind_error_not_a_500() -> None:
+    core = client.CoreV1Api(client.ApiClient(client.Configuration(host="http://127.0.0.1:9")))
+    runtime = Runtime(ClusterStore(), ApiBinder(core, timeout=(0.2, 0.2)), Metrics(),
+                      preloaded=True)
+    test_client = create_app(runtime).test_client()
+    answer = bind(test_client, "w-0", "u1")
+    assert "API server unreachable" in answer["Error"]
+    metrics = test_client.get("/metrics").data.decode()
+    assert 'gangplank_binds_total{outcome="failed"} 1.0' in metrics

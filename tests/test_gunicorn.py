@@ -1,0 +1,158 @@
+"""The real thing: `gangplank serve` under gunicorn on loopback, fed by a fake API server."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import fixture, node, pod
+from tests.fakeapi import FakeApiServer
+from tests.kube_scheduler import (
+    check_bind_answer,
+    check_filter_answer,
+    check_preempt_answer,
+    check_prioritize_answer,
+)
+from tests.serving import Served, write_kubeconfig
+
+REPLAY = [
+    ("filter", "filter.nodenames.json"), ("filter", "filter.nodes.json"),
+    ("filter", "filter.nominated.nodenames.json"), ("filter", "filter.nominated.nodes.json"),
+    ("prioritize", "prioritize.nodenames.json"), ("prioritize", "prioritize.nodes.json"),
+    ("preempt", "preempt.victims.json"), ("preempt", "preempt.metavictims.json"),
+]
+
+
+def get(url: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+@pytest.fixture
+def cluster(fake_api: FakeApiServer) -> FakeApiServer:
+    for item in fixture("filter.nodes.json")["Nodes"]["items"]:
+        fake_api.put("nodes", item)
+    return fake_api
+
+
+def test_every_fixture_is_answered_over_one_keep_alive_connection(
+    cluster: FakeApiServer, tmp_path: Path
+) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
+    with Served("--kubeconfig", str(kubeconfig)) as served:
+        deadline = time.monotonic() + 10
+        while get(f"{served.base}/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert get(f"{served.base}/readyz")[0] == 200
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=5)
+        for verb, name in REPLAY:
+            request = fixture(name)
+            connection.request("POST", f"/scheduler/{verb}", body=json.dumps(request),
+                               headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            answer = json.loads(response.read())
+            assert response.getheader("Connection", "").lower() != "close", "keep-alive"
+            check = {"filter": check_filter_answer, "prioritize": check_prioritize_answer,
+                     "preempt": check_preempt_answer}[verb]
+            check(request, response.status, answer)
+        connection.request("POST", "/scheduler/filter", body=b"{broken")
+        bad = connection.getresponse()
+        assert bad.status == 400 and "not valid JSON" in json.loads(bad.read())["Error"]
+        # the same connection and process keep serving after bad input
+        connection.request("POST", "/scheduler/filter", body=json.dumps(REPLAY_BODY()))
+        assert connection.getresponse().status == 200
+        metrics = get(f"{served.base}/metrics")[1]
+        assert 'gangplank_requests_total{code="200",verb="filter"}' in metrics
+        assert 'gangplank_cache_synced{kind="pods"} 1.0' in metrics
+        assert 'gangplank_cache_objects{kind="nodes"} 3.0' in metrics
+
+
+def REPLAY_BODY() -> dict[str, Any]:
+    return fixture("filter.nodenames.json")
+
+
+def test_bind_through_gunicorn_creates_the_binding(cluster: FakeApiServer, tmp_path: Path) -> None:
+    created = cluster.put("pods", pod("gpu-one", gpu=1))
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
+    with Served("--kubeconfig", str(kubeconfig)) as served:
+        body = {"PodName": "gpu-one", "PodNamespace": "default",
+                "PodUID": created["metadata"]["uid"], "Node": "n1"}
+        request = urllib.request.Request(f"{served.base}/scheduler/bind",
+                                         data=json.dumps(body).encode())
+        with urllib.request.urlopen(request, timeout=5) as response:
+            check_bind_answer(response.status, json.loads(response.read()))
+    assert cluster.state.objects["pods"]["default/gpu-one"]["spec"]["nodeName"] == "n1"
+
+
+def test_not_ready_until_the_first_full_list(tmp_path: Path) -> None:
+    with FakeApiServer() as api:
+        api.faults("nodes").gone_status = 0
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+        # Node lists fail for a moment (the fake drops the connection): not ready.
+        api.state.objects.pop("nodes")
+        with Served("--kubeconfig", str(kubeconfig)) as served:
+            status, text = get(f"{served.base}/readyz")
+            assert status == 503 and "nodes" in json.loads(text)["reason"]
+            api.state.objects["nodes"] = {}
+            api.put("nodes", node("n1"))
+            deadline = time.monotonic() + 15
+            while get(f"{served.base}/readyz")[0] != 200 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert get(f"{served.base}/readyz")[0] == 200
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def test_mutual_tls_refuses_clients_without_a_certificate(tmp_path: Path) -> None:
+    ca_key, ca = tmp_path / "ca.key", tmp_path / "ca.crt"
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out",
+             str(ca), "-days", "1", "-subj", "/CN=test-ca")
+    for who in ("server", "client"):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / f"{who}.key"),
+                 "-out", str(tmp_path / f"{who}.csr"), "-subj", "/CN=127.0.0.1",
+                 "-addext", "subjectAltName=IP:127.0.0.1")
+        _openssl("x509", "-req", "-in", str(tmp_path / f"{who}.csr"), "-CA", str(ca), "-CAkey",
+                 str(ca_key), "-CAcreateserial", "-out", str(tmp_path / f"{who}.crt"), "-days", "1",
+                 "-copy_extensions", "copy")
+    cluster_file = Path(__file__).parent.parent / "extender" / "data" / "demo-cluster.yaml"
+    context = ssl.create_default_context(cafile=str(ca))
+    context.load_cert_chain(str(tmp_path / "client.crt"), str(tmp_path / "client.key"))
+    served = Served("--cluster-file", str(cluster_file), "--tls-cert", str(tmp_path / "server.crt"),
+                    "--tls-key", str(tmp_path / "server.key"), "--tls-client-ca", str(ca))
+    served.health_url = served.base.replace("http:", "https:") + "/healthz"
+    https_handler = urllib.request.HTTPSHandler(context=context)
+    opener = urllib.request.build_opener(https_handler)
+    urllib.request.install_opener(opener)
+    try:
+        with served:
+            with opener.open(served.health_url, timeout=5) as response:
+                assert response.status == 200
+            anonymous = ssl.create_default_context(cafile=str(ca))
+            with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+                urllib.request.urlopen(served.health_url, timeout=5, context=anonymous).read()
+    finally:
+        urllib.request.install_opener(urllib.request.build_opener())
+
+
+def test_bad_settings_stop_the_start_with_a_clear_message(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "extender", "serve", "--tls-cert", str(tmp_path / "missing.crt"),
+         "--tls-key", str(tmp_path / "missing.key")], capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert "--tls-cert" in result.stderr and "no such file" in result.stderr
