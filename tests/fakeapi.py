@@ -173,8 +173,17 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _status(self, code: int, reason: str, message: str) -> None:
-            self._json(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                              "message": message, "reason": reason, "code": code})
+            self._json(
+                code,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "message": message,
+                    "reason": reason,
+                    "code": code,
+                },
+            )
 
         def do_GET(self) -> None:
             url = urlparse(self.path)
@@ -200,8 +209,15 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if end < len(items):
                 meta["continue"] = str(end)
             api_version, list_kind = LIST_KINDS[kind]
-            self._json(200, {"apiVersion": api_version, "kind": list_kind, "metadata": meta,
-                             "items": items[start:end]})
+            self._json(
+                200,
+                {
+                    "apiVersion": api_version,
+                    "kind": list_kind,
+                    "metadata": meta,
+                    "items": items[start:end],
+                },
+            )
 
         def _chunk(self, data: bytes) -> None:
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -227,8 +243,12 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
             if faults.gone_event > 0:
                 faults.gone_event -= 1
-                status = {"kind": "Status", "code": 410, "reason": "Expired",
-                          "message": f"too old resource version: {since}"}
+                status = {
+                    "kind": "Status",
+                    "code": 410,
+                    "reason": "Expired",
+                    "message": f"too old resource version: {since}",
+                }
                 self._chunk(json.dumps({"type": "ERROR", "object": status}).encode() + b"\n")
                 self._chunk(b"")
                 return
@@ -247,7 +267,7 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                         if faults.drop_after == 0:
                             faults.drop_after = None
                             # Cut the stream in the middle of a chunk, as a dying proxy would.
-                            self.wfile.write(b"7f\r\n{\"type\":")
+                            self.wfile.write(b'7f\r\n{"type":')
                             self.wfile.flush()
                             self.connection.shutdown(socket.SHUT_RDWR)
                             return
@@ -288,16 +308,25 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     return
                 uid = (body.get("metadata") or {}).get("uid")
                 if uid and uid != pod["metadata"]["uid"]:
-                    self._status(409, "Conflict", f"Operation cannot be fulfilled on pods/binding "
-                                 f'"{name}": precondition UID {uid} does not match')
+                    self._status(
+                        409,
+                        "Conflict",
+                        f"Operation cannot be fulfilled on pods/binding "
+                        f'"{name}": precondition UID {uid} does not match',
+                    )
                     return
                 if pod["spec"].get("nodeName"):
-                    self._status(409, "Conflict", f'pod {name} is already assigned to node '
-                                 f'"{pod["spec"]["nodeName"]}"')
+                    self._status(
+                        409,
+                        "Conflict",
+                        f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"',
+                    )
                     return
                 pod = copy.deepcopy(pod)
                 pod["spec"]["nodeName"] = body["target"]["name"]
             api.put("pods", pod)
-            self._json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+            self._json(
+                201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
+            )
 
     return Handler

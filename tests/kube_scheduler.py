@@ -26,7 +26,8 @@ def check_filter_answer(request: dict[str, Any], status: int, answer: Any) -> li
     if cache_capable:
         names = answer.get("NodeNames")
         assert names is not None, (
-            "nodeCacheCapable: the answer needs NodeNames, or every node is dropped")
+            "nodeCacheCapable: the answer needs NodeNames, or every node is dropped"
+        )
         for name in names:
             assert name in sent, f"extender claims a filtered node {name!r} not in the input list"
     else:

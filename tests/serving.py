@@ -32,19 +32,32 @@ def write_kubeconfig(path: Path, server: str) -> Path:
 class Served:
     """`with Served([...flags]) as s:` starts gangplank and waits until /healthz answers."""
 
-    def __init__(self, *flags: str, port: int | None = None, env: dict[str, str] | None = None,
-                 health_url: str | None = None) -> None:
+    def __init__(
+        self,
+        *flags: str,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        health_url: str | None = None,
+    ) -> None:
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.command = [sys.executable, "-m", "extender", "serve", "--bind",
-                        f"127.0.0.1:{self.port}", *flags]
+        self.command = [
+            sys.executable,
+            "-m",
+            "extender",
+            "serve",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            *flags,
+        ]
         self.env = {**os.environ, **(env or {})}
         self.health_url = health_url or f"{self.base}/healthz"
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Served:
-        self.process = subprocess.Popen(self.command, env=self.env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            self.command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -57,8 +70,12 @@ class Served:
                 time.sleep(0.1)
         raise AssertionError("gangplank did not answer /healthz within 30 s")
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         assert self.process is not None
         self.process.terminate()
         try:

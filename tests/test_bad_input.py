@@ -34,44 +34,104 @@ BAD_BODIES: list[tuple[str, str, bytes, str]] = [
     ("an empty body", "filter", b"", "empty request body"),
     ("a JSON array instead of an object", "filter", b"[1, 2]", "must be a JSON object"),
     ("no Pod at all", "filter", b'{"NodeNames": ["n1"]}', "missing Pod"),
-    ("Pod as a string", "prioritize", b'{"Pod": "gpu-one", "NodeNames": ["n1"]}',
-     "Pod must be a JSON object"),
-    ("NodeNames as a string", "filter",
-     orjson.dumps({**fixture("filter.nodenames.json"), "NodeNames": "n1"}), "NodeNames must be"),
-    ("neither NodeNames nor Nodes", "filter",
-     orjson.dumps({**fixture("filter.nodenames.json"), "NodeNames": None}),
-     "neither NodeNames"),
-    ("a node without a name", "filter",
-     orjson.dumps({**fixture("filter.nodes.json"), "Nodes": {"items": [{"metadata": {}}]}}),
-     "has no metadata.name"),
-    ("an absurd cpu quantity", "filter", orjson.dumps(with_pod_field(CPU, "1e999")),
-     "larger than any real quantity"),
+    (
+        "Pod as a string",
+        "prioritize",
+        b'{"Pod": "gpu-one", "NodeNames": ["n1"]}',
+        "Pod must be a JSON object",
+    ),
+    (
+        "NodeNames as a string",
+        "filter",
+        orjson.dumps({**fixture("filter.nodenames.json"), "NodeNames": "n1"}),
+        "NodeNames must be",
+    ),
+    (
+        "neither NodeNames nor Nodes",
+        "filter",
+        orjson.dumps({**fixture("filter.nodenames.json"), "NodeNames": None}),
+        "neither NodeNames",
+    ),
+    (
+        "a node without a name",
+        "filter",
+        orjson.dumps({**fixture("filter.nodes.json"), "Nodes": {"items": [{"metadata": {}}]}}),
+        "has no metadata.name",
+    ),
+    (
+        "an absurd cpu quantity",
+        "filter",
+        orjson.dumps(with_pod_field(CPU, "1e999")),
+        "larger than any real quantity",
+    ),
     ("a negative cpu quantity", "filter", orjson.dumps(with_pod_field(CPU, "-2")), "negative"),
-    ("a cpu quantity that is text", "filter", orjson.dumps(with_pod_field(CPU, "lots")),
-     "is not a quantity"),
-    ("labels that are not strings", "filter",
-     orjson.dumps(with_pod_field(["metadata", "labels"], {"app": 7})), "must be a string"),
-    ("containers that are not a list", "filter",
-     orjson.dumps(with_pod_field(["spec", "containers"], {"c": 1})), "must be a list"),
-    ("priority that is text", "filter",
-     orjson.dumps(with_pod_field(["spec", "priority"], "high")), "must be an integer"),
-    ("victims without UIDs", "preempt",
-     orjson.dumps({**fixture("preempt.metavictims.json"),
-                   "NodeNameToMetaVictims": {"n1": {"Pods": [{}], "NumPDBViolations": 0}}}),
-     "has no UID"),
-    ("no victims map", "preempt", orjson.dumps({"Pod": fixture("preempt.victims.json")["Pod"]}),
-     "neither NodeNameToMetaVictims nor NodeNameToVictims"),
-    ("a pod without a name", "filter",
-     orjson.dumps(with_pod_field(["metadata", "name"], None)), "Pod.metadata.name is required"),
-    ("bind without a node", "bind",
-     orjson.dumps({**fixture("bind.json"), "Node": ""}), "Node must be a non-empty string"),
-    ("bind with a numeric pod name", "bind",
-     orjson.dumps({**fixture("bind.json"), "PodName": 5}), "PodName must be"),
+    (
+        "a cpu quantity that is text",
+        "filter",
+        orjson.dumps(with_pod_field(CPU, "lots")),
+        "is not a quantity",
+    ),
+    (
+        "labels that are not strings",
+        "filter",
+        orjson.dumps(with_pod_field(["metadata", "labels"], {"app": 7})),
+        "must be a string",
+    ),
+    (
+        "containers that are not a list",
+        "filter",
+        orjson.dumps(with_pod_field(["spec", "containers"], {"c": 1})),
+        "must be a list",
+    ),
+    (
+        "priority that is text",
+        "filter",
+        orjson.dumps(with_pod_field(["spec", "priority"], "high")),
+        "must be an integer",
+    ),
+    (
+        "victims without UIDs",
+        "preempt",
+        orjson.dumps(
+            {
+                **fixture("preempt.metavictims.json"),
+                "NodeNameToMetaVictims": {"n1": {"Pods": [{}], "NumPDBViolations": 0}},
+            }
+        ),
+        "has no UID",
+    ),
+    (
+        "no victims map",
+        "preempt",
+        orjson.dumps({"Pod": fixture("preempt.victims.json")["Pod"]}),
+        "neither NodeNameToMetaVictims nor NodeNameToVictims",
+    ),
+    (
+        "a pod without a name",
+        "filter",
+        orjson.dumps(with_pod_field(["metadata", "name"], None)),
+        "Pod.metadata.name is required",
+    ),
+    (
+        "bind without a node",
+        "bind",
+        orjson.dumps({**fixture("bind.json"), "Node": ""}),
+        "Node must be a non-empty string",
+    ),
+    (
+        "bind with a numeric pod name",
+        "bind",
+        orjson.dumps({**fixture("bind.json"), "PodName": 5}),
+        "PodName must be",
+    ),
 ]
 
 
-@pytest.mark.parametrize("verb,body,reason", [b[1:] for b in BAD_BODIES],
-                         ids=[f"{b[0]} is refused with the reason" for b in BAD_BODIES])
+@pytest.mark.parametrize(
+    "verb,body,reason",
+    [b[1:] for b in BAD_BODIES],
+    ids=[f"{b[0]} is refused with the reason" for b in BAD_BODIES],
+)
 def test_bad_body_is_refused_with_400_and_a_reason(
     client: FlaskClient, verb: str, body: bytes, reason: str
 ) -> None:

@@ -50,7 +50,7 @@ def test_a_bind_posts_a_binding_with_the_pod_uid_and_counts_the_pod(
 
 def test_a_bind_the_api_server_refuses_reports_why_in_error(fake_api: FakeApiServer) -> None:
     created = fake_api.put("pods", pod("w-0", node="n2"))
-    test_client, store = app_on(fake_api)
+    test_client, _store = app_on(fake_api)
     answer = bind(test_client, "w-0", created["metadata"]["uid"])
     assert "binding pod default/w-0 to node n1 failed: HTTP 409" in answer["Error"]
     assert "already assigned" in answer["Error"]
@@ -71,8 +71,9 @@ def test_a_bind_with_a_stale_uid_is_refused(fake_api: FakeApiServer) -> None:
 
 def test_an_unreachable_api_server_is_a_bind_error_not_a_500() -> None:
     core = client.CoreV1Api(client.ApiClient(client.Configuration(host="http://127.0.0.1:9")))
-    runtime = Runtime(ClusterStore(), ApiBinder(core, timeout=(0.2, 0.2)), Metrics(),
-                      preloaded=True)
+    runtime = Runtime(
+        ClusterStore(), ApiBinder(core, timeout=(0.2, 0.2)), Metrics(), preloaded=True
+    )
     test_client = create_app(runtime).test_client()
     answer = bind(test_client, "w-0", "u1")
     assert "API server unreachable" in answer["Error"]

@@ -49,38 +49,56 @@ def test_overhead_is_added_and_pod_level_requests_replace_container_sums() -> No
 
 
 def test_a_node_reads_allocatable_labels_taints_and_cordon() -> None:
-    info = node_from_api({
-        "metadata": {"name": "g1", "labels": {"rack": "r1"}},
-        "spec": {"unschedulable": True,
-                 "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
-        "status": {"allocatable": {"cpu": "8", "nvidia.com/gpu": "4"}},
-    })
+    info = node_from_api(
+        {
+            "metadata": {"name": "g1", "labels": {"rack": "r1"}},
+            "spec": {
+                "unschedulable": True,
+                "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
+            },
+            "status": {"allocatable": {"cpu": "8", "nvidia.com/gpu": "4"}},
+        }
+    )
     assert info.allocatable == {"cpu": 8000, "nvidia.com/gpu": 4}
     assert info.labels == {"rack": "r1"} and info.unschedulable
     assert info.taints[0].key == "nvidia.com/gpu"
 
 
 def test_a_pod_reads_owner_priority_phase_and_deletion() -> None:
-    info = pod_from_api({
-        "metadata": {"name": "w-0", "namespace": "ml", "uid": "u1",
-                     "deletionTimestamp": "2026-12-01T10:00:00Z",
-                     "creationTimestamp": "2026-12-01T09:00:00Z",
-                     "ownerReferences": [{"kind": "Job", "name": "train", "uid": "j1",
-                                          "controller": True}]},
-        "spec": {"containers": [], "priority": 100, "nodeName": "g1"},
-        "status": {"phase": "Running"},
-    })
+    info = pod_from_api(
+        {
+            "metadata": {
+                "name": "w-0",
+                "namespace": "ml",
+                "uid": "u1",
+                "deletionTimestamp": "2026-12-01T10:00:00Z",
+                "creationTimestamp": "2026-12-01T09:00:00Z",
+                "ownerReferences": [
+                    {"kind": "Job", "name": "train", "uid": "j1", "controller": True}
+                ],
+            },
+            "spec": {"containers": [], "priority": 100, "nodeName": "g1"},
+            "status": {"phase": "Running"},
+        }
+    )
     assert info.key == "ml/w-0" and info.priority == 100 and info.node_name == "g1"
     assert info.owner is not None and info.owner.kind == "Job" and info.deleting
     assert info.created > 0 and info.holds_resources
 
 
-@pytest.mark.parametrize("raw,message", [
-    ({"metadata": {"name": "x", "creationTimestamp": "yesterday"}}, "not an RFC 3339 time"),
-    ({"metadata": {"name": "x"}, "spec": {"tolerations": ["all"]}}, "tolerations[0]"),
-    ({"metadata": {"name": "x"}, "spec": {"priority": 2**40}}, "int32"),
-], ids=["a creation time that is not a time", "a toleration that is not an object",
-        "a priority beyond int32"])
+@pytest.mark.parametrize(
+    "raw,message",
+    [
+        ({"metadata": {"name": "x", "creationTimestamp": "yesterday"}}, "not an RFC 3339 time"),
+        ({"metadata": {"name": "x"}, "spec": {"tolerations": ["all"]}}, "tolerations[0]"),
+        ({"metadata": {"name": "x"}, "spec": {"priority": 2**40}}, "int32"),
+    ],
+    ids=[
+        "a creation time that is not a time",
+        "a toleration that is not an object",
+        "a priority beyond int32",
+    ],
+)
 def test_unreadable_pods_name_the_field(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(ConversionError, match=message.replace("[", r"\[").replace("]", r"\]")):
         pod_from_api(raw)

@@ -26,9 +26,14 @@ def test_a_queued_pod_fails_unknown_nodes_as_resolvable_with_a_reason() -> None:
 
 
 def test_every_label_source_of_the_design_table_makes_a_pod_managed() -> None:
-    for labels in ({"gangplank.io/gang": "g"}, {"scheduling.x-k8s.io/pod-group": "g"},
-                   {"kueue.x-k8s.io/pod-group-name": "g"}, {"kueue.x-k8s.io/queue-name": "q"},
-                   {"volcano.sh/queue-name": "q"}, {"yunikorn.apache.org/queue": "q"}):
+    for labels in (
+        {"gangplank.io/gang": "g"},
+        {"scheduling.x-k8s.io/pod-group": "g"},
+        {"kueue.x-k8s.io/pod-group-name": "g"},
+        {"kueue.x-k8s.io/queue-name": "q"},
+        {"volcano.sh/queue-name": "q"},
+        {"yunikorn.apache.org/queue": "q"},
+    ):
         assert is_managed(pod_info(labels=labels)), labels
     assert is_managed(pod_info(annotations={"scheduling.k8s.io/group-name": "pg"}))
     assert not is_managed(pod_info(labels={"app": "web"}))

@@ -11,7 +11,9 @@ from tests.serving import free_port
 def test_the_demo_serves_and_answers_every_printed_call() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "extender", "demo", "--once", "--port", str(free_port())],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -22,8 +24,9 @@ def test_the_demo_serves_and_answers_every_printed_call() -> None:
 
 
 def test_the_cli_names_its_commands() -> None:
-    result = subprocess.run([sys.executable, "-m", "extender", "--help"], capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "extender", "--help"], capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 0
     for command in ("serve", "demo", "probe"):
         assert command in result.stdout

@@ -26,10 +26,14 @@ from tests.kube_scheduler import (
 from tests.serving import Served, write_kubeconfig
 
 REPLAY = [
-    ("filter", "filter.nodenames.json"), ("filter", "filter.nodes.json"),
-    ("filter", "filter.nominated.nodenames.json"), ("filter", "filter.nominated.nodes.json"),
-    ("prioritize", "prioritize.nodenames.json"), ("prioritize", "prioritize.nodes.json"),
-    ("preempt", "preempt.victims.json"), ("preempt", "preempt.metavictims.json"),
+    ("filter", "filter.nodenames.json"),
+    ("filter", "filter.nodes.json"),
+    ("filter", "filter.nominated.nodenames.json"),
+    ("filter", "filter.nominated.nodes.json"),
+    ("prioritize", "prioritize.nodenames.json"),
+    ("prioritize", "prioritize.nodes.json"),
+    ("preempt", "preempt.victims.json"),
+    ("preempt", "preempt.metavictims.json"),
 ]
 
 
@@ -60,13 +64,20 @@ def test_every_fixture_is_answered_over_one_keep_alive_connection(
         connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=5)
         for verb, name in REPLAY:
             request = fixture(name)
-            connection.request("POST", f"/scheduler/{verb}", body=json.dumps(request),
-                               headers={"Content-Type": "application/json"})
+            connection.request(
+                "POST",
+                f"/scheduler/{verb}",
+                body=json.dumps(request),
+                headers={"Content-Type": "application/json"},
+            )
             response = connection.getresponse()
             answer = json.loads(response.read())
             assert response.getheader("Connection", "").lower() != "close", "keep-alive"
-            check = {"filter": check_filter_answer, "prioritize": check_prioritize_answer,
-                     "preempt": check_preempt_answer}[verb]
+            check = {
+                "filter": check_filter_answer,
+                "prioritize": check_prioritize_answer,
+                "preempt": check_preempt_answer,
+            }[verb]
             check(request, response.status, answer)
         connection.request("POST", "/scheduler/filter", body=b"{broken")
         bad = connection.getresponse()
@@ -88,10 +99,15 @@ def test_bind_through_gunicorn_creates_the_binding(cluster: FakeApiServer, tmp_p
     created = cluster.put("pods", pod("gpu-one", gpu=1))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
     with Served("--kubeconfig", str(kubeconfig)) as served:
-        body = {"PodName": "gpu-one", "PodNamespace": "default",
-                "PodUID": created["metadata"]["uid"], "Node": "n1"}
-        request = urllib.request.Request(f"{served.base}/scheduler/bind",
-                                         data=json.dumps(body).encode())
+        body = {
+            "PodName": "gpu-one",
+            "PodNamespace": "default",
+            "PodUID": created["metadata"]["uid"],
+            "Node": "n1",
+        }
+        request = urllib.request.Request(
+            f"{served.base}/scheduler/bind", data=json.dumps(body).encode()
+        )
         with urllib.request.urlopen(request, timeout=5) as response:
             check_bind_answer(response.status, json.loads(response.read()))
     assert cluster.state.objects["pods"]["default/gpu-one"]["spec"]["nodeName"] == "n1"
@@ -120,20 +136,66 @@ def _openssl(*args: str) -> None:
 
 def test_mutual_tls_refuses_clients_without_a_certificate(tmp_path: Path) -> None:
     ca_key, ca = tmp_path / "ca.key", tmp_path / "ca.crt"
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out",
-             str(ca), "-days", "1", "-subj", "/CN=test-ca")
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+    )
     for who in ("server", "client"):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / f"{who}.key"),
-                 "-out", str(tmp_path / f"{who}.csr"), "-subj", "/CN=127.0.0.1",
-                 "-addext", "subjectAltName=IP:127.0.0.1")
-        _openssl("x509", "-req", "-in", str(tmp_path / f"{who}.csr"), "-CA", str(ca), "-CAkey",
-                 str(ca_key), "-CAcreateserial", "-out", str(tmp_path / f"{who}.crt"), "-days", "1",
-                 "-copy_extensions", "copy")
+        _openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(tmp_path / f"{who}.key"),
+            "-out",
+            str(tmp_path / f"{who}.csr"),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        )
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            str(tmp_path / f"{who}.csr"),
+            "-CA",
+            str(ca),
+            "-CAkey",
+            str(ca_key),
+            "-CAcreateserial",
+            "-out",
+            str(tmp_path / f"{who}.crt"),
+            "-days",
+            "1",
+            "-copy_extensions",
+            "copy",
+        )
     cluster_file = Path(__file__).parent.parent / "extender" / "data" / "demo-cluster.yaml"
     context = ssl.create_default_context(cafile=str(ca))
     context.load_cert_chain(str(tmp_path / "client.crt"), str(tmp_path / "client.key"))
-    served = Served("--cluster-file", str(cluster_file), "--tls-cert", str(tmp_path / "server.crt"),
-                    "--tls-key", str(tmp_path / "server.key"), "--tls-client-ca", str(ca))
+    served = Served(
+        "--cluster-file",
+        str(cluster_file),
+        "--tls-cert",
+        str(tmp_path / "server.crt"),
+        "--tls-key",
+        str(tmp_path / "server.key"),
+        "--tls-client-ca",
+        str(ca),
+    )
     served.health_url = served.base.replace("http:", "https:") + "/healthz"
     https_handler = urllib.request.HTTPSHandler(context=context)
     opener = urllib.request.build_opener(https_handler)
@@ -151,8 +213,19 @@ def test_mutual_tls_refuses_clients_without_a_certificate(tmp_path: Path) -> Non
 
 def test_bad_settings_stop_the_start_with_a_clear_message(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "extender", "serve", "--tls-cert", str(tmp_path / "missing.crt"),
-         "--tls-key", str(tmp_path / "missing.key")], capture_output=True, text=True, timeout=30,
+        [
+            sys.executable,
+            "-m",
+            "extender",
+            "serve",
+            "--tls-cert",
+            str(tmp_path / "missing.crt"),
+            "--tls-key",
+            str(tmp_path / "missing.key"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert result.returncode == 2
     assert "--tls-cert" in result.stderr and "no such file" in result.stderr

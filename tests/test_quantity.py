@@ -7,14 +7,25 @@ import pytest
 from extender.core.quantity import QuantityError, format_amount, parse_quantity
 
 GOOD = [
-    ("500m", True, 500), ("2", True, 2000), ("0.5", True, 500), ("1.0001", True, 1001),
-    ("100u", True, 1), ("16Gi", False, 16 * 2**30), ("1G", False, 10**9), ("1e3", False, 1000),
-    ("1.5Ki", False, 1536), ("8", False, 8), (4, False, 4), (0.25, True, 250), ("+3", False, 3),
+    ("500m", True, 500),
+    ("2", True, 2000),
+    ("0.5", True, 500),
+    ("1.0001", True, 1001),
+    ("100u", True, 1),
+    ("16Gi", False, 16 * 2**30),
+    ("1G", False, 10**9),
+    ("1e3", False, 1000),
+    ("1.5Ki", False, 1536),
+    ("8", False, 8),
+    (4, False, 4),
+    (0.25, True, 250),
+    ("+3", False, 3),
 ]
 
 
-@pytest.mark.parametrize("text,milli,expected", GOOD,
-                         ids=[f"{t!r} reads as {e}" for t, _, e in GOOD])
+@pytest.mark.parametrize(
+    "text,milli,expected", GOOD, ids=[f"{t!r} reads as {e}" for t, _, e in GOOD]
+)
 def test_quantity_reads_like_the_api_server(text: object, milli: bool, expected: int) -> None:
     assert parse_quantity(text, milli=milli) == expected
 

@@ -36,16 +36,27 @@ def api_client(api: FakeApiServer) -> Any:
 class Running:
     """A pod reflector running in a thread against the fake API server."""
 
-    def __init__(self, api: FakeApiServer, *, read_timeout: float = 5.0, page_size: int = 500,
-                 watch_timeout: int = 2) -> None:
+    def __init__(
+        self,
+        api: FakeApiServer,
+        *,
+        read_timeout: float = 5.0,
+        page_size: int = 500,
+        watch_timeout: int = 2,
+    ) -> None:
         self.store = ClusterStore()
         handlers_for(self.store)["nodes"].replace([node("n1")])
         self.metrics = Metrics()
         core = client.CoreV1Api(api_client(api))
         self.reflector = Reflector(
-            "pods", core.list_pod_for_all_namespaces, handlers_for(self.store)["pods"],
-            observer=self.metrics, page_size=page_size, watch_timeout=watch_timeout,
-            read_timeout=read_timeout, backoff=Backoff(base=0.02, cap=0.1),
+            "pods",
+            core.list_pod_for_all_namespaces,
+            handlers_for(self.store)["pods"],
+            observer=self.metrics,
+            page_size=page_size,
+            watch_timeout=watch_timeout,
+            read_timeout=read_timeout,
+            backoff=Backoff(base=0.02, cap=0.1),
         )
         self.thread = threading.Thread(target=self.reflector.run, daemon=True)
 
@@ -130,8 +141,10 @@ def test_a_410_error_event_in_the_stream_relists(api: FakeApiServer) -> None:
         api.faults("pods").gone_event = 1
         api.faults("pods").drop_after = 0
         api.put("pods", pod("x", node="n1", phase="Running"))
-        wait_for(lambda: r.metric("gangplank_cache_relists_total", kind="pods") >= 1,
-                 what="relist after ERROR 410")
+        wait_for(
+            lambda: r.metric("gangplank_cache_relists_total", kind="pods") >= 1,
+            what="relist after ERROR 410",
+        )
         wait_for(lambda: r.pod_names() == {"x"})
 
 
@@ -144,8 +157,7 @@ def test_a_dropped_stream_reconnects_without_losing_or_doubling_events(
             api.put("pods", pod(f"p{i}", node="n1", gpu=1, phase="Running", uid=f"u{i}"))
         wait_for(lambda: len(r.pod_names()) == 5, what="all five pods")
         assert r.gpus("n1") == 5
-        assert r.metric("gangplank_watch_errors_total", kind="pods",
-                        reason="ProtocolError") >= 1
+        assert r.metric("gangplank_watch_errors_total", kind="pods", reason="ProtocolError") >= 1
     assert len(api.list_calls("pods")) == 1, "a dropped stream resumes; it does not relist"
 
 
@@ -174,14 +186,28 @@ def test_the_api_server_down_at_start_is_retried_until_it_answers() -> None:
     store = ClusterStore()
     core = client.CoreV1Api(client.ApiClient(client.Configuration(host="http://127.0.0.1:9")))
     metrics = Metrics()
-    reflector = Reflector("pods", core.list_pod_for_all_namespaces, handlers_for(store)["pods"],
-                          observer=metrics, backoff=Backoff(base=0.01, cap=0.02),
-                          connect_timeout=0.2)
+    reflector = Reflector(
+        "pods",
+        core.list_pod_for_all_namespaces,
+        handlers_for(store)["pods"],
+        observer=metrics,
+        backoff=Backoff(base=0.01, cap=0.02),
+        connect_timeout=0.2,
+    )
     thread = threading.Thread(target=reflector.run, daemon=True)
     thread.start()
-    wait_for(lambda: (metrics.registry.get_sample_value(
-        "gangplank_watch_errors_total", {"kind": "pods", "reason": "MaxRetryError"}) or 0) >= 2,
-        what="retries")
+    wait_for(
+        lambda: (
+            (
+                metrics.registry.get_sample_value(
+                    "gangplank_watch_errors_total", {"kind": "pods", "reason": "MaxRetryError"}
+                )
+                or 0
+            )
+            >= 2
+        ),
+        what="retries",
+    )
     assert not reflector.synced.is_set()
     reflector.stop()
     thread.join(2)

@@ -55,8 +55,12 @@ def test_a_relist_replaces_everything_and_drops_pods_deleted_meanwhile() -> None
     pods = handlers_for(store)["pods"]
     pods.apply("ADDED", pod("gone", node="n1", gpu=4, phase="Running", uid="u-gone"))
     pods.apply("ADDED", pod("kept", node="n1", gpu=1, phase="Running", uid="u-kept"))
-    pods.replace([pod("kept", node="n1", gpu=1, phase="Running", uid="u-kept"),
-                  pod("new", node="n1", gpu=2, phase="Running", uid="u-new")])
+    pods.replace(
+        [
+            pod("kept", node="n1", gpu=1, phase="Running", uid="u-kept"),
+            pod("new", node="n1", gpu=2, phase="Running", uid="u-new"),
+        ]
+    )
     assert gpus_used(store, "n1") == 3
     assert store.counts()["pods"] == 2
 

@@ -25,8 +25,9 @@ FILTER_FIXTURES = [
 
 
 def post(client: FlaskClient, verb: str, body: Any) -> tuple[int, Any]:
-    response = client.post(f"/scheduler/{verb}", data=orjson.dumps(body),
-                           content_type="application/json")
+    response = client.post(
+        f"/scheduler/{verb}", data=orjson.dumps(body), content_type="application/json"
+    )
     return response.status_code, orjson.loads(response.data)
 
 
@@ -35,18 +36,22 @@ def lower_keys(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "name", FILTER_FIXTURES,
-    ids=["filter with node names keeps every node",
-         "filter with full nodes keeps every node",
-         "filter of the nominated node after preemption (names)",
-         "filter of the nominated node after preemption (nodes)"],
+    "name",
+    FILTER_FIXTURES,
+    ids=[
+        "filter with node names keeps every node",
+        "filter with full nodes keeps every node",
+        "filter of the nominated node after preemption (names)",
+        "filter of the nominated node after preemption (nodes)",
+    ],
 )
 def test_filter_fixture_is_answered_in_the_form_asked(client: FlaskClient, name: str) -> None:
     request = fixture(name)
     status, answer = post(client, "filter", request)
     kept = check_filter_answer(request, status, answer)
     assert sorted(kept) == sorted(
-        request["NodeNames"] if request["NodeNames"] is not None
+        request["NodeNames"]
+        if request["NodeNames"] is not None
         else [n["metadata"]["name"] for n in request["Nodes"]["items"]]
     )
     if request["NodeNames"] is None:
@@ -56,8 +61,11 @@ def test_filter_fixture_is_answered_in_the_form_asked(client: FlaskClient, name:
         assert answer["Nodes"] is None
 
 
-@pytest.mark.parametrize("name", ["prioritize.nodenames.json", "prioritize.nodes.json"],
-                         ids=["prioritize with node names", "prioritize with full nodes"])
+@pytest.mark.parametrize(
+    "name",
+    ["prioritize.nodenames.json", "prioritize.nodes.json"],
+    ids=["prioritize with node names", "prioritize with full nodes"],
+)
 def test_prioritize_fixture_gets_integer_scores_for_every_node(
     client: FlaskClient, name: str
 ) -> None:
@@ -68,8 +76,11 @@ def test_prioritize_fixture_gets_integer_scores_for_every_node(
     assert len(set(scores.values())) == 1, "no policy yet: the same score everywhere"
 
 
-@pytest.mark.parametrize("name", ["preempt.victims.json", "preempt.metavictims.json"],
-                         ids=["preempt with full victim pods", "preempt with victim UIDs"])
+@pytest.mark.parametrize(
+    "name",
+    ["preempt.victims.json", "preempt.metavictims.json"],
+    ids=["preempt with full victim pods", "preempt with victim UIDs"],
+)
 def test_preempt_fixture_keeps_kube_schedulers_candidates_as_meta_victims(
     client: FlaskClient, name: str
 ) -> None:
@@ -84,21 +95,32 @@ def test_bind_fixture_is_bound_and_counted_on_its_node(client: FlaskClient) -> N
     check_bind_answer(status, answer)
 
 
-@pytest.mark.parametrize("verb,name", [
-    ("filter", "filter.nodenames.json"), ("prioritize", "prioritize.nodenames.json"),
-    ("preempt", "preempt.metavictims.json"), ("bind", "bind.json"),
-], ids=["filter", "prioritize", "preempt", "bind"])
+@pytest.mark.parametrize(
+    "verb,name",
+    [
+        ("filter", "filter.nodenames.json"),
+        ("prioritize", "prioritize.nodenames.json"),
+        ("preempt", "preempt.metavictims.json"),
+        ("bind", "bind.json"),
+    ],
+    ids=["filter", "prioritize", "preempt", "bind"],
+)
 def test_keys_are_read_case_insensitively_as_go_does(
     client: FlaskClient, verb: str, name: str
 ) -> None:
     request = fixture(name)
     status, answer = post(client, verb, lower_keys(request))
     assert status == 200, answer
-    upper_status, upper_answer = post(client, verb, request)
+    _upper_status, upper_answer = post(client, verb, request)
     assert answer == upper_answer or verb == "bind"
 
 
 def test_answers_use_pascal_case_keys(client: FlaskClient) -> None:
     _, answer = post(client, "filter", fixture("filter.nodenames.json"))
-    assert set(answer) == {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes",
-                           "Error"}
+    assert set(answer) == {
+        "Nodes",
+        "NodeNames",
+        "FailedNodes",
+        "FailedAndUnresolvableNodes",
+        "Error",
+    }
