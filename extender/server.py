@@ -34,10 +34,19 @@ class GangplankServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set("cert_reqs", ssl.CERT_REQUIRED)
 
     def load(self) -> Any:
+        from kubernetes.config.config_exception import ConfigException
+
+        from extender.cache.static import ClusterFileError
         from extender.web.app import create_app_from_settings
 
         configure_logging(self.settings.log_level)
-        return create_app_from_settings(self.settings)
+        try:
+            return create_app_from_settings(self.settings)
+        except (ClusterFileError, ConfigException) as err:
+            # Exit code 3 tells the gunicorn arbiter the worker cannot boot: it stops, with this
+            # line as the reason instead of a traceback.
+            logging.getLogger("gangplank").error("cannot start: %s", err)
+            raise SystemExit(3) from None
 
 
 def configure_logging(level: str) -> None:

@@ -42,7 +42,7 @@ def test_every_label_source_of_the_design_table_makes_a_pod_managed() -> None:
 def test_scores_are_integers_from_0_to_10() -> None:
     assert [clamp_score(s) for s in (-3, 4.6, 99)] == [0, 5, 10]
     scores = decide_scores(SNAP, pod_info(), ["n1", "n2"])
-    assert scores == [("n1", 0), ("n2", 0)]
+    assert (scores.of("n1"), scores.of("n2")) == (0, 0)
 
 
 def test_preemption_keeps_candidates_but_never_a_node_without_victims() -> None:

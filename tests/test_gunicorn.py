@@ -229,3 +229,28 @@ def test_bad_settings_stop_the_start_with_a_clear_message(tmp_path: Path) -> Non
     )
     assert result.returncode == 2
     assert "--tls-cert" in result.stderr and "no such file" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "flags,reason",
+    [
+        (["--cluster-file", "{tmp}/broken.yaml"], "cannot read cluster file"),
+        (["--kubeconfig", "{tmp}/empty-kubeconfig"], "cannot start"),
+    ],
+    ids=["an unreadable cluster file", "a kubeconfig without a cluster"],
+)
+def test_a_view_that_cannot_be_loaded_stops_with_the_reason(
+    tmp_path: Path, flags: list[str], reason: str
+) -> None:
+    (tmp_path / "broken.yaml").write_text("items: [unclosed")
+    (tmp_path / "empty-kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    args = [f.format(tmp=tmp_path) for f in flags]
+    result = subprocess.run(
+        [sys.executable, "-m", "extender", "serve", "--bind", "127.0.0.1:0", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert reason in result.stderr
+    assert "Traceback" not in result.stderr

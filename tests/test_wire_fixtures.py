@@ -124,3 +124,18 @@ def test_answers_use_pascal_case_keys(client: FlaskClient) -> None:
         "FailedAndUnresolvableNodes",
         "Error",
     }
+
+
+def test_scores_built_per_score_group_are_exact_json_for_every_node() -> None:
+    from extender.core.prioritize import NodeScores
+    from extender.web.wire import prioritize_answer
+
+    names = ["n1", "n2", "gpu-a.rack-1", "n4"]
+    answer = orjson.loads(prioritize_answer(names, NodeScores(3, {"n2": 10, "n4": 0})))
+    assert sorted((e["Host"], e["Score"]) for e in answer) == [
+        ("gpu-a.rack-1", 3),
+        ("n1", 3),
+        ("n2", 10),
+        ("n4", 0),
+    ]
+    assert orjson.loads(prioritize_answer([], NodeScores())) == []

@@ -7,7 +7,7 @@ logged with its name and skipped; it never stops the watch.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -44,7 +44,7 @@ class KindHandler(Generic[T]):
             log.warning("%s %s skipped: %s", self.kind, name, err)
             return None
 
-    def replace(self, items: list[Mapping[str, Any]]) -> None:
+    def replace(self, items: Sequence[Mapping[str, Any]]) -> None:
         converted = (self._convert(obj) for obj in items)
         self.replace_all([c for c in converted if c is not None])
 

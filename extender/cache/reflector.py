@@ -19,7 +19,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -36,7 +36,7 @@ class Gone(Exception):
 class Handler(Protocol):
     """Applies one kind's objects to the store."""
 
-    def replace(self, items: list[Mapping[str, Any]]) -> None: ...
+    def replace(self, items: Sequence[Mapping[str, Any]]) -> None: ...
 
     def apply(self, event_type: str, obj: Mapping[str, Any]) -> None: ...
 

@@ -1,7 +1,8 @@
 """An embedded cluster view read from a file, for `make demo` and offline use.
 
 The file is what `kubectl get nodes,pods,namespaces,priorityclasses -A -o yaml` prints (a `List`
-of objects), or any YAML/JSON stream of such objects or Lists.
+of objects), or any YAML stream of such objects or Lists; a `.json` file (`-o json`) is read with
+orjson, which is much faster for large clusters.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from extender.cache.handlers import handlers_for
@@ -30,8 +32,12 @@ class ClusterFileError(ValueError):
 def load_cluster_file(path: Path, store: ClusterStore) -> dict[str, int]:
     """Fill `store` from the file; returns how many objects of each kind were loaded."""
     try:
-        documents = list(yaml.safe_load_all(path.read_text()))
-    except (OSError, yaml.YAMLError) as err:
+        if path.suffix == ".json":
+            documents = [orjson.loads(path.read_bytes())]
+        else:
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            documents = list(yaml.load_all(path.read_text(), Loader=loader))
+    except (OSError, yaml.YAMLError, orjson.JSONDecodeError) as err:
         raise ClusterFileError(f"cannot read cluster file {path}: {err}") from err
     by_kind: dict[str, list[Mapping[str, Any]]] = {plural: [] for plural in _KINDS.values()}
     pending = [doc for doc in documents if doc is not None]

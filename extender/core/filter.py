@@ -30,14 +30,12 @@ def decide_filter(snapshot: Snapshot, pod: PodInfo, node_names: Sequence[str]) -
     if not is_managed(pod):
         return FilterResult(passed=list(node_names))
     known = snapshot.nodes
-    passed: list[str] = []
-    failed: dict[str, str] = {}
-    for name in node_names:
-        if name in known:
-            passed.append(name)
-        else:
-            failed[name] = (
-                f"pod {pod.key}: node {name} is not in gangplank's cache yet "
-                "(just added?); it will be considered once the cache has seen it"
-            )
-    return FilterResult(passed=passed, failed=failed)
+    if all(map(known.__contains__, node_names)):
+        return FilterResult(passed=list(node_names))
+    unknown = {name for name in node_names if name not in known}
+    failed = {
+        name: f"pod {pod.key}: node {name} is not in gangplank's cache yet "
+        "(just added?); it will be considered once the cache has seen it"
+        for name in unknown
+    }
+    return FilterResult(passed=[n for n in node_names if n not in unknown], failed=failed)

@@ -24,7 +24,8 @@ VERBS = ("filter", "prioritize", "preempt", "bind")
 
 
 def json_response(answer: Any, status: int = 200) -> Response:
-    return Response(wire.dumps(answer), status=status, mimetype="application/json")
+    body = answer if isinstance(answer, bytes) else wire.dumps(answer)
+    return Response(body, status=status, mimetype="application/json")
 
 
 def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
@@ -62,7 +63,7 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
         pod = wire.parse_pod(body)
         nodes = wire.parse_nodes(body)
         scores = decide_scores(runtime.store.snapshot(), pod, nodes.names)
-        return json_response(wire.prioritize_answer(scores))
+        return json_response(wire.prioritize_answer(nodes.names, scores))
 
     def preempt(body: dict[str, Any]) -> Response:
         pod = wire.parse_pod(body)

@@ -7,7 +7,8 @@ kube-scheduler itself does. Everything malformed raises BadRequest with what is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,11 @@ from extender.core.bind import BindRequest
 from extender.core.filter import FilterResult
 from extender.core.model import PodInfo
 from extender.core.preempt import Victims
+from extender.core.prioritize import NodeScores
+
+# Characters that never occur in a Kubernetes name and would need escaping in JSON.
+_ESCAPED_ASCII = bytes(range(32)) + b'"\\'
+_UNSAFE_IN_NAME = re.compile(r'["\\\x00-\x1f]')
 
 
 class BadRequest(Exception):
@@ -84,8 +90,9 @@ class NodeArgs:
 def parse_nodes(body: Mapping[str, Any]) -> NodeArgs:
     names = body.get("nodenames")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list):
             raise BadRequest("NodeNames must be an array of node names (strings)")
+        _check_names(names)
         return NodeArgs(names=names, raw_nodes=None)
     nodes = body.get("nodes")
     if nodes is None:
@@ -107,7 +114,24 @@ def parse_nodes(body: Mapping[str, Any]) -> NodeArgs:
         if not isinstance(name, str) or not name:
             raise BadRequest(f"Nodes.items[{i}] has no metadata.name")
         out.append(name)
+    _check_names(out)
     return NodeArgs(names=out, raw_nodes=items)
+
+
+def _check_names(names: list[str]) -> None:
+    """Every name a string that needs no JSON escaping (all real node names are)."""
+    try:
+        joined = "".join(names)  # raises TypeError on anything but strings, in C
+    except TypeError:
+        raise BadRequest("node names must be strings") from None
+    if joined.isascii():
+        raw = joined.encode()
+        safe = len(raw.translate(None, _ESCAPED_ASCII)) == len(raw)
+    else:
+        safe = _UNSAFE_IN_NAME.search(joined) is None
+    if not safe:
+        culprit = next(n for n in names if _UNSAFE_IN_NAME.search(n))
+        raise BadRequest(f"node name {culprit!r} is not a valid Kubernetes node name")
 
 
 def filter_answer(nodes: NodeArgs, result: FilterResult) -> dict[str, Any]:
@@ -131,8 +155,23 @@ def filter_answer(nodes: NodeArgs, result: FilterResult) -> dict[str, Any]:
     return answer
 
 
-def prioritize_answer(scores: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
-    return [{"Host": host, "Score": int(score)} for host, score in scores]
+def prioritize_answer(names: list[str], scores: NodeScores) -> bytes:
+    """The HostPriorityList as JSON, built per score rather than per node.
+
+    Names were checked by `parse_nodes` to need no escaping, so joining them is exact JSON.
+    """
+    groups: dict[int, list[str]] = {}
+    if scores.by_node:
+        for name in names:
+            groups.setdefault(scores.of(name), []).append(name)
+    elif names:
+        groups[scores.default] = names
+    parts = []
+    for score, group in groups.items():
+        score = int(score)
+        tail = f'","Score":{score}}}'
+        parts.append('{"Host":"' + (tail + ',{"Host":"').join(group) + tail)
+    return ("[" + ",".join(parts) + "]").encode()
 
 
 def _victims_entry(node: str, raw: Any, meta: bool) -> Victims:

@@ -1,0 +1,317 @@
+"""`make bench`: the figures the README quotes, measured in one run on this machine.
+
+  python -m loadtest.bench [--traces PATH] [--nodes 5000] [--pods 50000] [--calls 2000]
+
+Reads the Alibaba GPU traces from ../shared/traces (or --traces) to build a 5,000-node,
+50,000-pod cluster; says so and uses a synthetic cluster of the same size when they are absent.
+Machines here are noisy: compare figures of one run, not across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import http.client
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from werkzeug.test import EnvironBuilder
+
+from extender.binder import StoreBinder
+from extender.cache.handlers import handlers_for
+from extender.cache.reflector import Reflector
+from extender.cache.store import ClusterStore
+from extender.metrics import Metrics
+from extender.runtime import Runtime
+from extender.web.app import create_app
+from loadtest.cluster import DEFAULT_TRACES, build, traces_present
+
+FIXTURE_POD = (
+    Path(__file__).resolve().parent.parent / "tests/data/kube-scheduler/filter.nodenames.json"
+)
+
+
+def percentiles(samples: list[float]) -> str:
+    samples = sorted(samples)
+    p50 = statistics.median(samples)
+    p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+    return f"median {p50 * 1e3:.3f} ms, p99 {p99 * 1e3:.3f} ms"
+
+
+def timed(calls: int, fn: Callable[[], Any]) -> list[float]:
+    for _ in range(min(100, calls)):
+        fn()
+    out = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - started)
+    return out
+
+
+def load_store(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> ClusterStore:
+    store = ClusterStore()
+    handlers = handlers_for(store)
+    handlers["nodes"].replace(nodes)
+    handlers["pods"].replace(pods)
+    store.snapshot()
+    return store
+
+
+def bench_memory(nodes: int, pods: int, traces: Path | None) -> float:
+    """MiB held by the cache of the whole cluster (tracemalloc, after the raw JSON is freed)."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    node_objects, pod_objects = build(nodes, pods, traces)
+    store = load_store(node_objects, pod_objects)
+    del node_objects, pod_objects
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    del store
+    return held / 2**20
+
+
+class _NoHandler:
+    def replace(self, items: Any) -> None:
+        pass
+
+    def apply(self, event_type: str, obj: Any) -> None:
+        pass
+
+
+def bench_watch(store: ClusterStore, pods: list[dict[str, Any]]) -> tuple[float, float]:
+    """Watch events per second: JSON line → parsed → converted → applied (and JSON parse only)."""
+    lines = []
+    for pod in pods:
+        changed = json.loads(json.dumps(pod))
+        changed["metadata"]["resourceVersion"] = str(
+            int(changed["metadata"]["resourceVersion"]) + 1
+        )
+        changed["status"]["phase"] = "Running"
+        lines.append(orjson.dumps({"type": "MODIFIED", "object": changed}).decode())
+    reflector = Reflector("pods", lambda **kw: None, handlers_for(store)["pods"])
+    started = time.perf_counter()
+    for line in lines:
+        reflector._handle_line(line)
+    applied = len(lines) / (time.perf_counter() - started)
+    parse_only = Reflector("pods", lambda **kw: None, _NoHandler())
+    started = time.perf_counter()
+    for line in lines:
+        parse_only._handle_line(line)
+    return applied, len(lines) / (time.perf_counter() - started)
+
+
+def wsgi_caller(app: Any, path: str, body: bytes) -> Callable[[], None]:
+    """Call the WSGI app the way gunicorn does, without the test client's extra work: the
+    time measured is the server's own (routing, parsing, deciding, serializing)."""
+    environ = EnvironBuilder(
+        path=path, method="POST", data=body, content_type="application/json"
+    ).get_environ()
+
+    def start_response(status: str, headers: Any, exc_info: Any = None) -> None:
+        if not status.startswith("200"):
+            raise AssertionError(f"{path}: {status}")
+
+    def call() -> None:
+        env = dict(environ)
+        env["wsgi.input"] = io.BytesIO(body)
+        b"".join(app(env, start_response))
+
+    return call
+
+
+def filter_body(names: list[str], labels: dict[str, str] | None = None) -> bytes:
+    body = json.loads(FIXTURE_POD.read_text())
+    if labels:
+        body["Pod"]["metadata"]["labels"].update(labels)
+    body["NodeNames"] = names
+    return orjson.dumps(body)
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench_http(cluster_file: Path, bodies: dict[str, bytes], calls: int) -> list[str]:
+    port = 18777
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "extender",
+            "serve",
+            "--cluster-file",
+            str(cluster_file),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+        ]
+    )
+    out = []
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        worker = int(
+            subprocess.run(
+                ["pgrep", "-P", str(process.pid)], capture_output=True, text=True
+            ).stdout.split()[0]
+        )
+        rss_loaded = rss_mib(worker)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+        def call(verb: str, body: bytes) -> Callable[[], None]:
+            def go() -> None:
+                connection.request(
+                    "POST",
+                    f"/scheduler/{verb}",
+                    body=body,
+                    headers={"Content-Type": "application/json"},
+                )
+                response = connection.getresponse()
+                response.read()
+                assert response.status == 200
+
+            return go
+
+        for label, body in bodies.items():
+            for verb in ("filter", "prioritize"):
+                samples = timed(calls, call(verb, body))
+                out.append(f"| HTTP round trip, {verb}, {label} | {percentiles(samples)} |")
+        rss_after = rss_mib(worker)
+        out.append(f"| gunicorn worker RSS, cache loaded | {rss_loaded:.0f} MiB |")
+        out.append(
+            f"| gunicorn worker RSS after {calls * 2 * len(bodies):,} more calls | "
+            f"{rss_after:.0f} MiB |"
+        )
+    finally:
+        process.terminate()
+        process.wait(30)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="loadtest.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=50000)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--no-http", action="store_true", help="skip the gunicorn round trips")
+    args = parser.parse_args(argv)
+
+    traces: Path | None = args.traces
+    if traces is None or not traces_present(traces):
+        print(
+            f"NOTE: Alibaba traces not found at {args.traces}; using a synthetic cluster of "
+            "the same size (pass --traces PATH to use them)."
+        )
+        traces = None
+    source = f"Alibaba traces in {traces}" if traces else "synthetic"
+    print(
+        f"cluster: {args.nodes:,} nodes, {args.pods:,} pods ({source}); python "
+        f"{sys.version.split()[0]}, {os.cpu_count()} cores\n"
+    )
+
+    rows = ["| measure | result |", "|---|---|"]
+    started = time.perf_counter()
+    nodes, pods = build(args.nodes, args.pods, traces)
+    bound = sum(1 for p in pods if p["spec"].get("nodeName"))
+    print(f"built in {time.perf_counter() - started:.1f}s ({bound:,} pods bound, the rest pending)")
+
+    started = time.perf_counter()
+    store = load_store(nodes, pods)
+    load_seconds = time.perf_counter() - started
+    rows.append(
+        f"| full list applied to the cache ({args.nodes + args.pods:,} objects) | "
+        f"{load_seconds:.2f} s ({(args.nodes + args.pods) / load_seconds:,.0f} objects/s) |"
+    )
+
+    applied, parsed = bench_watch(store, pods[:20000])
+    rows.append(
+        f"| watch events applied (JSON line → cache) | {applied:,.0f} events/s "
+        f"(JSON parsing alone: {parsed:,.0f}/s) |"
+    )
+
+    handlers = handlers_for(store)
+    one_pod = pods[0]
+
+    def change_and_snapshot() -> None:
+        handlers["pods"].apply("MODIFIED", one_pod)
+        store.snapshot()
+
+    rows.append(
+        f"| snapshot after one pod changed | {percentiles(timed(500, change_and_snapshot))} |"
+    )
+
+    runtime = Runtime(store, StoreBinder(), Metrics(), preloaded=True)
+    app = create_app(runtime)
+    names = [n["metadata"]["name"] for n in nodes]
+    bodies = {
+        "500 nodes sent": filter_body(names[: len(names) // 10]),
+        f"{len(names):,} nodes sent": filter_body(names),
+    }
+    for label, body in bodies.items():
+        for verb in ("filter", "prioritize"):
+            samples = timed(args.calls, wsgi_caller(app, f"/scheduler/{verb}", body))
+            rows.append(f"| server time, pass-through {verb}, {label} | {percentiles(samples)} |")
+    queued = filter_body(names, {"gangplank.io/queue": "team-a"})
+    samples = timed(args.calls, wsgi_caller(app, "/scheduler/filter", queued))
+    rows.append(
+        f"| server time, queued pod filter (cache lookups), {len(names):,} nodes | "
+        f"{percentiles(samples)} |"
+    )
+
+    memory = bench_memory(args.nodes, args.pods, traces)
+    rows.append(
+        f"| cache memory (tracemalloc, {args.nodes:,} nodes + {args.pods:,} pods) | "
+        f"{memory:.0f} MiB ({memory * 2**20 / (args.nodes + args.pods):,.0f} bytes/object) |"
+    )
+
+    if not args.no_http:
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster_file = Path(tmp) / "cluster.json"
+            cluster_file.write_bytes(
+                orjson.dumps(
+                    {
+                        "kind": "List",
+                        "items": [{**n, "kind": "Node"} for n in nodes]
+                        + [{**p, "kind": "Pod"} for p in pods],
+                    }
+                )
+            )
+            del nodes, pods, store, runtime, app
+            gc.collect()
+            rows += bench_http(cluster_file, bodies, args.calls)
+
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
