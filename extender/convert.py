@@ -7,7 +7,7 @@ web layer can answer 400 and the cache can log and skip the object.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -61,6 +61,17 @@ def _int(obj: Mapping[str, Any], key: str, path: str) -> int:
     if not -(2**31) <= value < 2**31:
         raise ConversionError(f"{path}.{key} = {value} is outside the int32 range")
     return value
+
+
+def _objects(
+    obj: Mapping[str, Any], key: str, path: str
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The entries of a list of objects, each with its field path."""
+    for i, item in enumerate(_list(obj, key, path)):
+        item_path = f"{path}.{key}[{i}]"
+        if not isinstance(item, Mapping):
+            raise ConversionError(f"{item_path} must be an object")
+        yield item_path, item
 
 
 def _string_map(obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
@@ -148,20 +159,15 @@ def _owner(metadata: Mapping[str, Any]) -> Owner | None:
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
-    out = []
-    for i, raw in enumerate(_list(spec, "tolerations", "spec")):
-        path = f"spec.tolerations[{i}]"
-        if not isinstance(raw, Mapping):
-            raise ConversionError(f"{path} must be an object")
-        out.append(
-            Toleration(
-                key=_str(raw, "key", path),
-                operator=_str(raw, "operator", path) or "Equal",
-                value=_str(raw, "value", path),
-                effect=_str(raw, "effect", path),
-            )
+    return tuple(
+        Toleration(
+            key=_str(raw, "key", path),
+            operator=_str(raw, "operator", path) or "Equal",
+            value=_str(raw, "value", path),
+            effect=_str(raw, "effect", path),
         )
-    return tuple(out)
+        for path, raw in _objects(spec, "tolerations", "Pod.spec")
+    )
 
 
 def pod_from_api(raw: Any) -> PodInfo:
@@ -203,24 +209,18 @@ def node_from_api(raw: Any) -> NodeInfo:
     allocatable = _mapping(status, "allocatable", "Node.status") or _mapping(
         status, "capacity", "Node.status"
     )
-    taints = []
-    for i, t in enumerate(_list(spec, "taints", "Node.spec")):
-        path = f"Node.spec.taints[{i}]"
-        if not isinstance(t, Mapping):
-            raise ConversionError(f"{path} must be an object")
-        taints.append(
-            Taint(
-                key=_str(t, "key", path),
-                value=_str(t, "value", path),
-                effect=_str(t, "effect", path),
-            )
+    taints = tuple(
+        Taint(
+            key=_str(t, "key", path), value=_str(t, "value", path), effect=_str(t, "effect", path)
         )
+        for path, t in _objects(spec, "taints", "Node.spec")
+    )
     return NodeInfo(
         name=_str(metadata, "name", "Node.metadata", required=True),
         allocatable=resource_list(allocatable, "Node.status.allocatable"),
         requested={},
         labels=_string_map(metadata, "labels", "Node.metadata"),
-        taints=tuple(taints),
+        taints=taints,
         unschedulable=spec.get("unschedulable") is True,
     )
 
