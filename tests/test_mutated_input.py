@@ -1,0 +1,75 @@
+"""Whatever a request looks like, the answer is 200 or a 4xx with a reason: never a 500.
+
+Each case takes a real kube-scheduler request body and replaces one field, anywhere in it, by a
+value of another type or an impossible one (seeded, so a failure reproduces).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+from flask.testing import FlaskClient
+
+from tests.builders import fixture
+
+BODIES = {
+    "filter": ["filter.nodenames.json", "filter.nodes.json"],
+    "prioritize": ["prioritize.nodenames.json", "prioritize.nodes.json"],
+    "preempt": ["preempt.victims.json", "preempt.metavictims.json"],
+    "bind": ["bind.json"],
+}
+ODD_VALUES: list[Any] = [
+    None,
+    "",
+    "x",
+    0,
+    -1,
+    2**63,
+    1.5,
+    True,
+    [],
+    {},
+    [1, "a"],
+    {"a": None},
+    "1e999",
+    "-5",
+    "😀",
+    "\x00",
+]
+
+
+def paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            out += paths(value, (*prefix, key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj[:3]):
+            out += paths(value, (*prefix, i))
+    return out
+
+
+def mutated(body: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    body = orjson.loads(orjson.dumps(body))
+    path = rng.choice(paths(body))
+    target = body
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = rng.choice(ODD_VALUES)
+    return body
+
+
+@pytest.mark.parametrize("verb", list(BODIES), ids=[f"{v} never answers 500" for v in BODIES])
+def test_mutated_requests_get_an_answer_or_a_reason(client: FlaskClient, verb: str) -> None:
+    rng = random.Random(f"gangplank-{verb}")
+    for i in range(300):
+        name = BODIES[verb][i % len(BODIES[verb])]
+        body = mutated(fixture(name), rng)
+        response = client.post(f"/scheduler/{verb}", data=orjson.dumps(body))
+        assert response.status_code in (200, 400), (response.status_code, response.data, body)
+        answer = orjson.loads(response.data)
+        if response.status_code == 400:
+            assert answer["Error"], "a 400 says why"
