@@ -244,12 +244,3 @@ def priority_class_from_api(raw: Any) -> tuple[str, int]:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConversionError(f"PriorityClass.value must be an integer, not {value!r}")
     return _str(metadata, "name", "PriorityClass.metadata", required=True), value
-
-
-def object_uid(raw: Mapping[str, Any]) -> str:
-    metadata = raw.get("metadata")
-    if isinstance(metadata, Mapping):
-        uid = metadata.get("uid")
-        if isinstance(uid, str):
-            return uid
-    return ""

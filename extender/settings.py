@@ -35,13 +35,6 @@ class Settings:
     watch_timeout: int = 300
     read_timeout: float = 120.0
 
-    @property
-    def source(self) -> str:
-        """Where the cluster view comes from: "file", "in-cluster" or "kubeconfig"."""
-        if self.cluster_file:
-            return "file"
-        return "in-cluster" if self.in_cluster else "kubeconfig"
-
     def validate(self) -> Settings:
         if not self.url_prefix.startswith("/") or (
             self.url_prefix.endswith("/") and self.url_prefix != "/"

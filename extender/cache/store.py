@@ -153,10 +153,6 @@ class ClusterStore:
                 "priorityclasses": len(self._priority_classes),
             }
 
-    def pod(self, uid: str) -> PodInfo | None:
-        with self._lock:
-            return self._pods.get(uid)
-
     # ---- internals (lock held) -----------------------------------------------------------------
     def _bump(self) -> None:
         self._generation += 1

@@ -10,8 +10,6 @@ from collections.abc import Iterable, Mapping
 
 Resources = Mapping[str, int]
 
-EMPTY: Resources = {}
-
 
 def total(resource_lists: Iterable[Resources]) -> dict[str, int]:
     """Sum several resource lists."""
@@ -29,17 +27,3 @@ def maximum(a: Resources, b: Resources) -> dict[str, int]:
         if amount > out.get(name, 0):
             out[name] = amount
     return out
-
-
-def shortfall(request: Resources, free: Resources) -> dict[str, int]:
-    """What `request` needs beyond `free`, per resource (empty when it fits)."""
-    return {
-        name: amount - free.get(name, 0)
-        for name, amount in request.items()
-        if amount > free.get(name, 0)
-    }
-
-
-def subtract(a: Resources, b: Resources) -> dict[str, int]:
-    """`a - b` for every resource in `a` (may go negative: over-committed nodes exist)."""
-    return {name: amount - b.get(name, 0) for name, amount in a.items()}

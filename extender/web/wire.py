@@ -82,10 +82,6 @@ class NodeArgs:
     names: list[str]
     raw_nodes: list[Any] | None  # None in nodeCacheCapable mode (NodeNames)
 
-    @property
-    def cache_capable(self) -> bool:
-        return self.raw_nodes is None
-
 
 def parse_nodes(body: Mapping[str, Any]) -> NodeArgs:
     names = body.get("nodenames")
