@@ -11,7 +11,17 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from extender.core.model import NodeInfo, Owner, PodInfo, Taint, Toleration
+from extender.core.model import (
+    AffinityTerm,
+    JobInfo,
+    NodeInfo,
+    Owner,
+    PodGroupInfo,
+    PodInfo,
+    Requirement,
+    Taint,
+    Toleration,
+)
 from extender.core.quantity import QuantityError, parse_quantity
 from extender.core.resources import maximum, total
 
@@ -170,6 +180,41 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     )
 
 
+def _requirements(term: Mapping[str, Any], key: str, path: str) -> tuple[Requirement, ...]:
+    out = []
+    for rpath, raw in _objects(term, key, path):
+        values = _list(raw, "values", rpath)
+        if not all(isinstance(v, str) for v in values):
+            raise ConversionError(f"{rpath}.values must be strings")
+        out.append(
+            Requirement(
+                key=_str(raw, "key", rpath),
+                operator=_str(raw, "operator", rpath),
+                values=tuple(values),
+            )
+        )
+    return tuple(out)
+
+
+def _affinity(spec: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
+    path = "Pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    node_affinity = _mapping(
+        _mapping(spec, "affinity", "Pod.spec"), "nodeAffinity", "Pod.spec.affinity"
+    )
+    required = _mapping(
+        node_affinity,
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "Pod.spec.affinity.nodeAffinity",
+    )
+    return tuple(
+        AffinityTerm(
+            labels=_requirements(term, "matchExpressions", tpath),
+            fields=_requirements(term, "matchFields", tpath),
+        )
+        for tpath, term in _objects(required, "nodeSelectorTerms", path)
+    )
+
+
 def pod_from_api(raw: Any) -> PodInfo:
     """A Pod object (API JSON, as in watch events and extender requests) as a PodInfo."""
     if not isinstance(raw, Mapping):
@@ -195,6 +240,7 @@ def pod_from_api(raw: Any) -> PodInfo:
         ),
         node_selector=_string_map(spec, "nodeSelector", "Pod.spec"),
         tolerations=_tolerations(spec),
+        affinity=_affinity(spec),
         deleting=metadata.get("deletionTimestamp") is not None,
     )
 
@@ -244,3 +290,37 @@ def priority_class_from_api(raw: Any) -> tuple[str, int]:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConversionError(f"PriorityClass.value must be an integer, not {value!r}")
     return _str(metadata, "name", "PriorityClass.metadata", required=True), value
+
+
+def pod_group_from_api(raw: Any, source: str) -> PodGroupInfo:
+    """A Volcano (`scheduling.volcano.sh`) or coscheduling (`scheduling.x-k8s.io`) PodGroup."""
+    if not isinstance(raw, Mapping):
+        raise ConversionError("PodGroup must be an object")
+    metadata = _mapping(raw, "metadata", "PodGroup")
+    spec = _mapping(raw, "spec", "PodGroup")
+    timeout = spec.get("scheduleTimeoutSeconds")
+    return PodGroupInfo(
+        source=source,
+        namespace=_str(metadata, "namespace", "PodGroup.metadata") or "default",
+        name=_str(metadata, "name", "PodGroup.metadata", required=True),
+        min_member=spec.get("minMember"),
+        timeout_seconds=timeout if isinstance(timeout, int) and timeout > 0 else None,
+    )
+
+
+def job_from_api(raw: Any) -> JobInfo:
+    if not isinstance(raw, Mapping):
+        raise ConversionError("Job must be an object")
+    metadata = _mapping(raw, "metadata", "Job")
+    spec = _mapping(raw, "spec", "Job")
+
+    def count(key: str) -> int | None:
+        value = spec.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return JobInfo(
+        namespace=_str(metadata, "namespace", "Job.metadata") or "default",
+        name=_str(metadata, "name", "Job.metadata", required=True),
+        parallelism=count("parallelism"),
+        completions=count("completions"),
+    )

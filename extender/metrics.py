@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -81,6 +82,46 @@ class Metrics:
             registry=r,
         )
 
+        self.kicks = Counter(
+            "gangplank_gang_kicks",
+            "Parked gang members nudged to be retried at once (annotation patch).",
+            registry=r,
+        )
+        self.plans = Counter(
+            "gangplank_gang_plans",
+            "Gangs planned (all members placed and reserved).",
+            registry=r,
+        )
+        self.expired = Counter(
+            "gangplank_gang_reservations_expired",
+            "Gang plans released because members did not bind in time.",
+            registry=r,
+        )
+        self.plan_failures = Counter(
+            "gangplank_gang_plan_failures",
+            "Gang members rejected, by reason: incomplete (members missing), no-room, invalid "
+            "(size or PodGroup problems).",
+            ["reason"],
+            registry=r,
+        )
+        self.start_latency = Histogram(
+            "gangplank_gang_start_seconds",
+            "Time from the last member's creation to all members bound.",
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800),
+            registry=r,
+        )
+
+    def record_gang_outcomes(self, outcomes: Any) -> None:
+        self.plans.inc(outcomes.planned)
+        self.expired.inc(outcomes.expired)
+        for reason, count in outcomes.failures.items():
+            self.plan_failures.labels(reason).inc(count)
+        for seconds in outcomes.start_latencies:
+            self.start_latency.observe(seconds)
+
+    def watch_gangs(self, counts: Callable[[], tuple[Mapping[str, int], int]]) -> None:
+        self.registry.register(_GangCollector(counts))
+
     # WatchObserver
     def listed(self, kind: str, count: int, seconds: float) -> None:
         self.list_seconds.labels(kind).set(seconds)
@@ -102,6 +143,26 @@ class Metrics:
     ) -> None:
         """Export cache size and age, read at scrape time."""
         self.registry.register(_CacheCollector(counts, contacts, clock))
+
+
+class _GangCollector(Collector):
+    def __init__(self, counts: Callable[[], tuple[Mapping[str, int], int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        by_state, reserved = self._counts()
+        gangs = GaugeMetricFamily(
+            "gangplank_gangs",
+            "Gangs by state: waiting, planned (reserved), running.",
+            labels=["state"],
+        )
+        for state, count in by_state.items():
+            gangs.add_metric([state], count)
+        held = GaugeMetricFamily(
+            "gangplank_gang_reserved_pods", "Gang members holding a reservation, not yet bound."
+        )
+        held.add_metric([], reserved)
+        return [gangs, held]
 
 
 class _CacheCollector(Collector):

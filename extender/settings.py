@@ -34,6 +34,10 @@ class Settings:
     max_body_bytes: int = 64 * 1024 * 1024
     watch_timeout: int = 300
     read_timeout: float = 120.0
+    leader_lease: str | None = None
+    identity: str | None = None
+    reservation_seconds: float = 60.0
+    hold_seconds: float = 120.0
 
     def validate(self) -> Settings:
         if not self.url_prefix.startswith("/") or (
@@ -67,6 +71,10 @@ class Settings:
             raise SettingsError("--threads must be >= 1 and --max-body-bytes >= 1024")
         if self.policy:
             _check_policy(self.policy)
+        if self.leader_lease and self.leader_lease.count("/") != 1:
+            raise SettingsError(f"--leader-lease {self.leader_lease!r} must be NAMESPACE/NAME")
+        if self.reservation_seconds <= 0 or self.hold_seconds < 0:
+            raise SettingsError("--reservation-seconds must be > 0 and --hold-seconds >= 0")
         if ":" not in self.bind and not self.bind.startswith("unix:"):
             raise SettingsError(f"bind address {self.bind!r} must be HOST:PORT or unix:PATH")
         return self
@@ -148,6 +156,29 @@ def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str])
         default=int(str(default("MAX_BODY_BYTES", d.max_body_bytes))),
         help="largest request body accepted (default %(default)s)",
     )
+    parser.add_argument(
+        "--leader-lease",
+        default=default("LEADER_LEASE", None),
+        help="NAMESPACE/NAME of the scheduler's leader-election Lease; gangplank acts on its own "
+        "(nudging parked pods) only while its scheduler holds it. Unset: always",
+    )
+    parser.add_argument(
+        "--identity",
+        default=default("IDENTITY", None),
+        help="this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",
+    )
+    parser.add_argument(
+        "--reservation-seconds",
+        type=float,
+        default=float(str(default("RESERVATION_SECONDS", d.reservation_seconds))),
+        help="a gang plan whose members do not bind within this is released (default %(default)s)",
+    )
+    parser.add_argument(
+        "--hold-seconds",
+        type=float,
+        default=float(str(default("HOLD_SECONDS", d.hold_seconds))),
+        help="how long the first gang in line keeps freed capacity (default %(default)s)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -168,6 +199,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         policy=args.policy,
         threads=args.threads,
         max_body_bytes=args.max_body_bytes,
+        leader_lease=args.leader_lease,
+        identity=args.identity,
+        reservation_seconds=args.reservation_seconds,
+        hold_seconds=args.hold_seconds,
     ).validate()
 
 

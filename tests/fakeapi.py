@@ -24,12 +24,18 @@ KIND_PATHS = {
     "/api/v1/pods": "pods",
     "/api/v1/namespaces": "namespaces",
     "/apis/scheduling.k8s.io/v1/priorityclasses": "priorityclasses",
+    "/apis/batch/v1/jobs": "jobs",
+    "/apis/scheduling.volcano.sh/v1beta1/podgroups": "volcano-podgroups",
+    "/apis/scheduling.x-k8s.io/v1alpha1/podgroups": "coscheduling-podgroups",
 }
 LIST_KINDS = {
     "nodes": ("v1", "NodeList"),
     "pods": ("v1", "PodList"),
     "namespaces": ("v1", "NamespaceList"),
     "priorityclasses": ("scheduling.k8s.io/v1", "PriorityClassList"),
+    "jobs": ("batch/v1", "JobList"),
+    "volcano-podgroups": ("scheduling.volcano.sh/v1beta1", "PodGroupList"),
+    "coscheduling-podgroups": ("scheduling.x-k8s.io/v1alpha1", "PodGroupList"),
 }
 
 
@@ -64,6 +70,8 @@ class State:
     rv: int = 100
     requests: list[tuple[str, str, dict[str, list[str]]]] = field(default_factory=list)
     bindings: list[dict[str, Any]] = field(default_factory=list)
+    patches: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    absent: set[str] = field(default_factory=set)  # kinds whose CRD is not installed
     bind_error: tuple[int, str] | None = None
 
 
@@ -191,7 +199,7 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             with api.cond:
                 api.state.requests.append(("GET", url.path, query))
             kind = KIND_PATHS.get(url.path)
-            if kind is None:
+            if kind is None or kind in api.state.absent:
                 self._status(404, "NotFound", f"no route {url.path}")
             elif query.get("watch") == ["true"]:
                 self._watch(kind, query)
@@ -281,6 +289,26 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 self._chunk(b"")
             except (BrokenPipeError, ConnectionResetError, OSError):
                 return
+
+        def do_PATCH(self) -> None:
+            url = urlparse(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            parts = url.path.strip("/").split("/")
+            with api.cond:
+                api.state.requests.append(("PATCH", url.path, {}))
+                pod = None
+                if len(parts) == 6 and parts[4] == "pods":
+                    pod = api.state.objects["pods"].get(f"{parts[3]}/{parts[5]}")
+                if pod is None:
+                    self._status(404, "NotFound", f"no pod at {url.path}")
+                    return
+                api.state.patches.append((parts[3], parts[5], body))
+                pod = copy.deepcopy(pod)
+                annotations = body.get("metadata", {}).get("annotations", {})
+                pod["metadata"].setdefault("annotations", {}).update(annotations)
+            api.put("pods", pod)
+            self._json(200, pod)
 
         def do_POST(self) -> None:
             url = urlparse(self.path)

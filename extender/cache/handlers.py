@@ -9,16 +9,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from extender.cache.store import ClusterStore
 from extender.convert import (
     ConversionError,
+    job_from_api,
     namespace_from_api,
     node_from_api,
     pod_from_api,
+    pod_group_from_api,
     priority_class_from_api,
 )
+
+# PodGroup kinds gangplank understands: handler kind -> (source, group, version, plural)
+POD_GROUP_KINDS = {
+    "volcano-podgroups": ("volcano", "scheduling.volcano.sh", "v1beta1", "podgroups"),
+    "coscheduling-podgroups": ("coscheduling", "scheduling.x-k8s.io", "v1alpha1", "podgroups"),
+}
 
 log = logging.getLogger("gangplank.cache")
 
@@ -60,7 +69,7 @@ class KindHandler(Generic[T]):
 
 def handlers_for(store: ClusterStore) -> dict[str, KindHandler[Any]]:
     """One handler per watched kind, keyed by the kind's plural name."""
-    return {
+    handlers: dict[str, KindHandler[Any]] = {
         "nodes": KindHandler(
             "nodes",
             node_from_api,
@@ -85,4 +94,16 @@ def handlers_for(store: ClusterStore) -> dict[str, KindHandler[Any]]:
             lambda item: store.delete_priority_class(item[0]),
             store.replace_priority_classes,
         ),
+        "jobs": KindHandler(
+            "jobs", job_from_api, store.upsert_job, store.delete_job, store.replace_jobs
+        ),
     }
+    for kind, (source, *_) in POD_GROUP_KINDS.items():
+        handlers[kind] = KindHandler(
+            kind,
+            partial(pod_group_from_api, source=source),
+            store.upsert_pod_group,
+            store.delete_pod_group,
+            partial(store.replace_pod_groups, source),
+        )
+    return handlers

@@ -100,8 +100,13 @@ class Reflector:
         connect_timeout: float = 10.0,
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
+        optional: bool = False,
+        absent_retry: float = 60.0,
     ) -> None:
         self.kind = kind
+        self._optional = optional
+        self._absent_retry = absent_retry
+        self.absent = False
         self._list_call = list_call
         self._handler = handler
         self._observer: WatchObserver = observer or NullObserver()
@@ -117,7 +122,7 @@ class Reflector:
         self.resource_version = ""
         self.last_contact = 0.0  # clock time of the last byte of news from the API server
 
-    # ---- control ------------------------------------------------------------------------------
+    # ---- control ------------------------------------------
     def stop(self) -> None:
         self._stop.set()
         response = self._response
@@ -140,7 +145,9 @@ class Reflector:
         while not self._stop.is_set():
             try:
                 if need_list:
-                    self.list_and_replace()
+                    if not self.list_and_replace():
+                        self._stop.wait(self._absent_retry)
+                        continue
                     need_list = False
                 if max_watches is not None and watches >= max_watches:
                     return
@@ -171,8 +178,10 @@ class Reflector:
                 )
                 self._stop.wait(delay)
 
-    # ---- list ---------------------------------------------------------------------------------
-    def list_and_replace(self) -> None:
+    # ---- list ------------------------------------------
+    def list_and_replace(self) -> bool:
+        """List the kind in full and replace it in the store. False: the kind does not exist in
+        this cluster (an optional CRD that is not installed); it counts as synced and empty."""
         started = self._clock()
         items: list[Mapping[str, Any]] = []
         token: str | None = None
@@ -193,6 +202,18 @@ class Reflector:
                     )
                     items, token = [], None
                     continue
+                if err.status == 404 and self._optional:
+                    if not self.absent:
+                        log.info(
+                            "%s: not served by this cluster (CRD not installed); checking again "
+                            "every %.0fs",
+                            self.kind,
+                            self._absent_retry,
+                        )
+                    self.absent = True
+                    self._handler.replace([])
+                    self.synced.set()
+                    return False
                 raise
             try:
                 page = orjson.loads(response.data)
@@ -210,9 +231,11 @@ class Reflector:
         log.info(
             "%s: listed %d at resourceVersion %s", self.kind, len(items), self.resource_version
         )
+        self.absent = False
         self.synced.set()
+        return True
 
-    # ---- watch --------------------------------------------------------------------------------
+    # ---- watch ------------------------------------------
     def watch_once(self) -> None:
         """One watch call: apply its events until the server ends it. Raises Gone on 410."""
         timeout = int(self._watch_timeout * random.uniform(1.0, 2.0))

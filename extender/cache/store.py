@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from extender.core.model import NodeInfo, PodInfo, Snapshot
+from extender.core.gang import group_key
+from extender.core.model import JobInfo, NodeInfo, PodGroupInfo, PodInfo, Snapshot
 from extender.core.resources import total
 
 # How long a pod gangplank bound counts on its node before the watch confirms it.
@@ -38,10 +39,15 @@ class ClusterStore:
         self._namespaces: dict[str, dict[str, str]] = {}
         self._priority_classes: dict[str, int] = {}
         self._assumed: dict[str, tuple[str, float]] = {}  # pod key -> (node, deadline)
+        self._groups: dict[str, dict[str, PodInfo]] = {}  # gang key -> pod key -> pod
+        self._group_infos: dict[str, tuple[PodInfo, ...]] = {}
+        self._dirty_groups: set[str] = set()
+        self._pod_groups: dict[str, PodGroupInfo] = {}
+        self._jobs: dict[str, JobInfo] = {}
         self._generation = 0
         self._snapshot: Snapshot | None = None
 
-    # ---- nodes -------------------------------------------------------------------------------
+    # ---- nodes ------------------------------------------
     def upsert_node(self, node: NodeInfo) -> None:
         with self._lock:
             self._nodes[node.name] = node
@@ -61,7 +67,7 @@ class ClusterStore:
             self._dirty = set(self._nodes)
             self._generation += 1
 
-    # ---- pods --------------------------------------------------------------------------------
+    # ---- pods ------------------------------------------
     def upsert_pod(self, pod: PodInfo) -> None:
         with self._lock:
             self._put_pod(pod)
@@ -76,8 +82,10 @@ class ClusterStore:
         """Make the pods exactly these (after a relist): none kept from before, none twice."""
         with self._lock:
             old_nodes = set(self._pods_by_node)
+            self._dirty_groups |= set(self._groups)
             self._pods = {}
             self._pods_by_node = {}
+            self._groups = {}
             for pod in pods:
                 self._put_pod(pod, count=False)
             listed = set(self._pods)
@@ -95,7 +103,43 @@ class ClusterStore:
             if pod is not None and pod.node_name is None:
                 self._put_pod(pod)
 
-    # ---- namespaces and priority classes ------------------------------------------------------
+    # ---- PodGroups and Jobs ------------------------------------------
+    def upsert_pod_group(self, group: PodGroupInfo) -> None:
+        with self._lock:
+            key = f"{group.source}:{group.namespace}/{group.name}"
+            self._pod_groups = {**self._pod_groups, key: group}
+            self._bump()
+
+    def delete_pod_group(self, group: PodGroupInfo) -> None:
+        with self._lock:
+            key = f"{group.source}:{group.namespace}/{group.name}"
+            self._pod_groups = {k: v for k, v in self._pod_groups.items() if k != key}
+            self._bump()
+
+    def replace_pod_groups(self, source: str, groups: Iterable[PodGroupInfo]) -> None:
+        with self._lock:
+            kept = {k: v for k, v in self._pod_groups.items() if v.source != source}
+            kept.update({f"{g.source}:{g.namespace}/{g.name}": g for g in groups})
+            self._pod_groups = kept
+            self._bump()
+
+    def upsert_job(self, job: JobInfo) -> None:
+        with self._lock:
+            self._jobs = {**self._jobs, f"{job.namespace}/{job.name}": job}
+            self._bump()
+
+    def delete_job(self, job: JobInfo) -> None:
+        with self._lock:
+            key = f"{job.namespace}/{job.name}"
+            self._jobs = {k: v for k, v in self._jobs.items() if k != key}
+            self._bump()
+
+    def replace_jobs(self, jobs: Iterable[JobInfo]) -> None:
+        with self._lock:
+            self._jobs = {f"{j.namespace}/{j.name}": j for j in jobs}
+            self._bump()
+
+    # ---- namespaces and priority classes ------------------------------------------
     def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         with self._lock:
             self._namespaces = {**self._namespaces, name: dict(labels)}
@@ -126,7 +170,7 @@ class ClusterStore:
             self._priority_classes = dict(items)
             self._bump()
 
-    # ---- reading -----------------------------------------------------------------------------
+    # ---- reading ------------------------------------------
     def snapshot(self) -> Snapshot:
         with self._lock:
             if self._snapshot is not None:
@@ -136,11 +180,21 @@ class ClusterStore:
                 if node is not None:
                     self._node_infos[name] = self._materialize(node)
             self._dirty.clear()
+            for key in self._dirty_groups:
+                members = self._groups.get(key)
+                if members:
+                    self._group_infos[key] = tuple(members.values())
+                else:
+                    self._group_infos.pop(key, None)
+            self._dirty_groups.clear()
             self._snapshot = Snapshot(
                 nodes=dict(self._node_infos),
                 namespaces=self._namespaces,
                 priority_classes=self._priority_classes,
                 generation=self._generation,
+                groups=dict(self._group_infos),
+                pod_groups=self._pod_groups,
+                jobs=self._jobs,
             )
             return self._snapshot
 
@@ -151,6 +205,8 @@ class ClusterStore:
                 "pods": len(self._pods),
                 "namespaces": len(self._namespaces),
                 "priorityclasses": len(self._priority_classes),
+                "podgroups": len(self._pod_groups),
+                "jobs": len(self._jobs),
             }
 
     # ---- internals (lock held) -----------------------------------------------------------------
@@ -181,6 +237,10 @@ class ClusterStore:
         if count:
             self._drop_pod(key)
         self._pods[key] = pod
+        gang = group_key(pod)
+        if gang is not None:
+            self._groups.setdefault(gang, {})[key] = pod
+            self._dirty_groups.add(gang)
         if pod.holds_resources:
             assert pod.node_name is not None
             self._pods_by_node.setdefault(pod.node_name, {})[key] = pod
@@ -191,7 +251,18 @@ class ClusterStore:
 
     def _drop_pod(self, key: str) -> None:
         old = self._pods.pop(key, None)
-        if old is None or old.node_name is None:
+        if old is None:
+            return
+        gang = group_key(old)
+        if gang is not None:
+            members = self._groups.get(gang)
+            if members is not None:
+                members.pop(key, None)
+                if not members:
+                    del self._groups[gang]
+            self._dirty_groups.add(gang)
+            self._bump()
+        if old.node_name is None:
             return
         on_node = self._pods_by_node.get(old.node_name)
         if on_node is not None and on_node.pop(key, None) is not None:

@@ -38,6 +38,27 @@ class Taint:
     effect: str
 
 
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One `matchExpressions` entry of a required node affinity term."""
+
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """One `nodeSelectorTerms` entry: all its requirements must hold (terms are ORed).
+
+    `fields` are `matchFields` requirements; the only field Kubernetes supports is
+    `metadata.name`, so their key is ignored and they test the node name.
+    """
+
+    labels: tuple[Requirement, ...] = ()
+    fields: tuple[Requirement, ...] = ()
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class PodInfo:
     """What gangplank needs to know of one pod."""
@@ -56,6 +77,7 @@ class PodInfo:
     created: float = 0.0
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    affinity: tuple[AffinityTerm, ...] = ()  # required node affinity; empty = any node
     deleting: bool = False
 
     @property
@@ -65,6 +87,11 @@ class PodInfo:
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+    @property
+    def active(self) -> bool:
+        """Neither finished nor being deleted: the pod still counts as a gang member."""
+        return not self.terminal and not self.deleting
 
     @property
     def holds_resources(self) -> bool:
@@ -88,6 +115,27 @@ class NodeInfo:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
 
 
+@dataclass(frozen=True, slots=True)
+class PodGroupInfo:
+    """A Volcano or coscheduling PodGroup: how many members its gang needs."""
+
+    source: str  # "volcano" or "coscheduling"
+    namespace: str
+    name: str
+    min_member: object  # as written; validated where the gang is resolved
+    timeout_seconds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A batch/v1 Job: its pods form a gang of `parallelism` when they carry a queue label."""
+
+    namespace: str
+    name: str
+    parallelism: int | None
+    completions: int | None = None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Snapshot:
     """A consistent view of the cached cluster at one moment; never changes once made."""
@@ -96,3 +144,7 @@ class Snapshot:
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     generation: int = 0
+    # Pods by gang key (`gang.group_key`), bound or not, finished ones included.
+    groups: Mapping[str, tuple[PodInfo, ...]] = field(default_factory=dict)
+    pod_groups: Mapping[str, PodGroupInfo] = field(default_factory=dict)  # "source:ns/name"
+    jobs: Mapping[str, JobInfo] = field(default_factory=dict)  # "ns/name"

@@ -12,9 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender.binder import BindError
 from extender.core.bind import decide_bind
-from extender.core.filter import decide_filter
 from extender.core.preempt import decide_preemption
-from extender.core.prioritize import decide_scores
 from extender.runtime import Runtime
 from extender.web import wire
 
@@ -56,13 +54,17 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
     def filter_(body: dict[str, Any]) -> Response:
         pod = wire.parse_pod(body)
         nodes = wire.parse_nodes(body)
-        result = decide_filter(runtime.store.snapshot(), pod, nodes.names)
+        with runtime.lock:
+            result = runtime.gangs.filter(
+                runtime.store.snapshot(), pod, nodes.names, runtime.clock()
+            )
         return json_response(wire.filter_answer(nodes, result))
 
     def prioritize(body: dict[str, Any]) -> Response:
         pod = wire.parse_pod(body)
         nodes = wire.parse_nodes(body)
-        scores = decide_scores(runtime.store.snapshot(), pod, nodes.names)
+        with runtime.lock:
+            scores = runtime.gangs.scores(runtime.store.snapshot(), pod, nodes.names)
         return json_response(wire.prioritize_answer(nodes.names, scores))
 
     def preempt(body: dict[str, Any]) -> Response:
@@ -74,6 +76,9 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
     def bind(body: dict[str, Any]) -> Response:
         bind_request = wire.parse_bind(body)
         decision = decide_bind(runtime.store.snapshot(), bind_request)
+        if decision.allowed:
+            with runtime.lock:
+                decision = runtime.gangs.check_bind(bind_request)
         if not decision.allowed:
             metrics.binds.labels("refused").inc()
             return json_response({"Error": decision.reason})
@@ -86,6 +91,8 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
         runtime.store.assume_bound(
             bind_request.namespace, bind_request.name, bind_request.uid, bind_request.node
         )
+        with runtime.lock:
+            runtime.gangs.bound(bind_request)
         metrics.binds.labels("bound").inc()
         return json_response({"Error": ""})
 
@@ -108,6 +115,7 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
 
     @bp.get("/metrics")
     def metrics() -> Response:
+        runtime.publish()
         return Response(generate_latest(runtime.metrics.registry), mimetype=CONTENT_TYPE_LATEST)
 
     return bp

@@ -1,0 +1,143 @@
+"""Who is a gang, and how many members it needs — from every source DESIGN.md lists.
+
+A pod belongs to at most one gang; its key names the source and the gang:
+`gangplank:ns/name`, `volcano:ns/name`, `coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`.
+The size comes from the gang's own annotation, its PodGroup, Kueue's total-count, or the Job's
+parallelism. Anything that does not give one clear, sane size is a `problem`, reported on the pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from extender.core.model import PodInfo, Snapshot
+from extender.core.workload import QUEUE_LABELS
+
+GANG_LABEL = "gangplank.io/gang"
+GANG_SIZE = "gangplank.io/gang-size"
+VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
+KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
+KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+
+# Larger than any real training job; a size beyond it is a typo, not a gang.
+MAX_GANG_SIZE = 10_000
+
+
+def group_key(pod: PodInfo) -> str | None:
+    """The gang a pod belongs to, from the pod alone (None: not a gang member)."""
+    labels, annotations, ns = pod.labels, pod.annotations, pod.namespace
+    if name := labels.get(GANG_LABEL):
+        return f"gangplank:{ns}/{name}"
+    if name := annotations.get(VOLCANO_GROUP):
+        return f"volcano:{ns}/{name}"
+    if name := labels.get(COSCHEDULING_GROUP):
+        return f"coscheduling:{ns}/{name}"
+    if name := labels.get(KUEUE_GROUP):
+        return f"kueue:{ns}/{name}"
+    owner = pod.owner
+    if owner is not None and owner.kind == "Job" and any(k in labels for k in QUEUE_LABELS):
+        return f"job:{ns}/{owner.name}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    key: str
+    size: int  # members needed; 0 when `problem` is set
+    members: tuple[PodInfo, ...]  # active members (not finished, not being deleted)
+    problem: str = ""
+    timeout_seconds: int | None = None
+
+    @property
+    def name(self) -> str:
+        """`ns/name`, as users write it."""
+        return self.key.split(":", 1)[1]
+
+    @property
+    def source(self) -> str:
+        return self.key.split(":", 1)[0]
+
+    @property
+    def bound(self) -> list[PodInfo]:
+        return [p for p in self.members if p.node_name is not None]
+
+    @property
+    def pending(self) -> list[PodInfo]:
+        return sorted(
+            (p for p in self.members if p.node_name is None), key=lambda p: (p.created, p.name)
+        )
+
+    @property
+    def priority(self) -> int:
+        return max((p.priority for p in self.members), default=0)
+
+    @property
+    def created(self) -> float:
+        return min((p.created for p in self.members), default=0.0)
+
+
+def _size(value: object, where: str) -> tuple[int, str]:
+    """A size as written (text or number) → (size, "") or (0, what is wrong)."""
+    text = str(value).strip()
+    try:
+        size = int(text)
+    except ValueError:
+        return 0, f"{where} is {value!r}, not a whole number"
+    if isinstance(value, bool) or size < 1:
+        return 0, f"{where} is {value!r}; a gang needs at least 1 member"
+    if size > MAX_GANG_SIZE:
+        return 0, f"{where} is {size}, more than the {MAX_GANG_SIZE} members gangplank accepts"
+    return size, ""
+
+
+def _annotated_size(members: tuple[PodInfo, ...], key: str, label: str) -> tuple[int, str]:
+    """The size the members' annotation (or label) `key` gives; they must agree."""
+    seen: dict[str, str] = {}
+    for pod in members:
+        value = pod.annotations.get(key, pod.labels.get(key))
+        if value is not None:
+            seen.setdefault(value, pod.name)
+    if not seen:
+        return 0, f"no size: set the annotation {key} on its pods"
+    if len(seen) > 1:
+        which = ", ".join(f"{v!r} on pod {p}" for v, p in sorted(seen.items()))
+        return 0, f"its pods disagree on {label} ({which})"
+    return _size(next(iter(seen)), f"{label} {key}")
+
+
+def resolve_gang(snapshot: Snapshot, key: str) -> Gang:
+    members = tuple(p for p in snapshot.groups.get(key, ()) if p.active)
+    source, name = key.split(":", 1)
+    timeout: int | None = None
+    if source == "gangplank":
+        size, problem = _annotated_size(members, GANG_SIZE, "the gang size")
+    elif source in ("volcano", "coscheduling"):
+        group = snapshot.pod_groups.get(key)
+        kind = "Volcano" if source == "volcano" else "coscheduling"
+        if group is None:
+            if any(GANG_SIZE in p.annotations for p in members):
+                size, problem = _annotated_size(members, GANG_SIZE, "the gang size")
+            else:
+                size, problem = 0, f"waiting for its {kind} PodGroup {name} (not found)"
+        else:
+            size, problem = _size(group.min_member, f"minMember of PodGroup {name}")
+            timeout = group.timeout_seconds
+    elif source == "kueue":
+        size, problem = _annotated_size(members, KUEUE_TOTAL, "the pod group total count")
+    else:  # job
+        job = snapshot.jobs.get(name)
+        if job is None:
+            size, problem = 0, f"waiting for Job {name} (not in gangplank's cache yet)"
+        elif job.parallelism is None:
+            size, problem = 1, ""
+        else:
+            wanted = job.parallelism
+            if job.completions is not None:
+                wanted = min(wanted, job.completions)
+            size, problem = _size(
+                max(wanted, 1) if wanted >= 0 else wanted, f"parallelism of Job {name}"
+            )
+    if problem:
+        return Gang(key, 0, members, f"gang {name}: {problem}")
+    return Gang(key, size, members, timeout_seconds=timeout)

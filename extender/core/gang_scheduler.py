@@ -1,0 +1,404 @@
+"""Gang admission: plan a gang whole, reserve its nodes, admit each member to its planned node.
+
+State (plans, the head gang's hold, who waits) lives in one `GangScheduler`; every method takes
+the snapshot and the time, does no I/O, and must be called under one lock (the web layer does).
+
+- **Plan, then admit.** When a member is filtered and its gang has no plan, all its pending
+  members are placed at once (`planner.plan_gang`), on capacity minus everyone else's
+  reservations. The plan is a reservation with a deadline; each member passes only its planned
+  node; other pods see reserved capacity as taken. A plan not used in time is released.
+- **No deadlock.** Plans are all or nothing, made one at a time: two gangs never hold partial
+  reservations against each other.
+- **No starvation.** The waiting gang first in line (highest priority, then oldest) that lacks
+  room gets a *hold*: capacity that frees up on nodes it could use, from then on, is kept for it,
+  for at most `hold_seconds`; then the hold lapses for as long, so the cluster does not idle.
+- **Recovery.** A partly bound gang plans only its missing members, on the nodes where its bound
+  members run first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from extender.core.bind import BindDecision, BindRequest
+from extender.core.filter import FilterResult, decide_filter
+from extender.core.gang import Gang, group_key, resolve_gang
+from extender.core.model import NodeInfo, PodInfo, Snapshot
+from extender.core.placement import fits, why_not_placeable
+from extender.core.planner import describe, plan_gang
+from extender.core.prioritize import MAX_SCORE, NodeScores, decide_scores
+from extender.core.resources import Resources
+
+
+@dataclass(frozen=True)
+class GangConfig:
+    reservation_seconds: float = 60.0  # a plan whose members do not bind by then is released
+    hold_seconds: float = 120.0  # the first gang in line keeps freed capacity at most this long
+    kick_interval_seconds: float = 5.0  # at most one retry nudge per gang per interval
+
+
+@dataclass
+class Plan:
+    key: str
+    assignments: dict[str, str]  # uid -> node, for members not bound yet
+    requests: dict[str, Resources]
+    refs: dict[str, tuple[str, str]]  # uid -> (namespace, name)
+    deadline: float
+    last_member_created: float
+
+
+@dataclass
+class Waiting:
+    key: str
+    priority: int
+    created: float
+    kind: str  # why it waits: incomplete, no-room, invalid
+    rejected: dict[str, tuple[str, str]] = field(default_factory=dict)
+    kicked_at: float = float("-inf")
+
+
+@dataclass
+class Hold:
+    key: str
+    deadline: float
+    needs: dict[str, int]  # the gang's total request per resource: the cap of what is held
+    usable: frozenset[str]  # nodes the gang could use
+    baseline: dict[str, dict[str, int]]  # free capacity per node when the hold began
+
+
+@dataclass
+class Outcomes:
+    """What happened since the adapter last looked (for metrics); drained by `take_outcomes`."""
+
+    planned: int = 0
+    expired: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    start_latencies: list[float] = field(default_factory=list)
+
+
+def _sub(free: dict[str, int], taken: Mapping[str, int]) -> None:
+    for name, amount in taken.items():
+        free[name] = free.get(name, 0) - amount
+
+
+class GangScheduler:
+    def __init__(self, config: GangConfig | None = None) -> None:
+        self.config = config or GangConfig()
+        self.plans: dict[str, Plan] = {}
+        self.waiting: dict[str, Waiting] = {}
+        self.hold: Hold | None = None
+        self.cooldown: dict[str, float] = {}
+        self.avoid: dict[str, dict[str, set[str]]] = {}  # gang -> uid -> nodes refused to it
+        self.outcomes = Outcomes()
+        self._reserved: dict[str, dict[str, dict[str, int]]] = {}  # node -> gang -> resources
+
+    # ---- bookkeeping ------------------------------------------
+    def sync(self, snapshot: Snapshot, now: float) -> None:
+        """Turn bound members into usage, release expired plans and holds."""
+        if not (self.plans or self.hold or self.waiting):
+            return
+        for key, plan in list(self.plans.items()):
+            members = {p.uid: p for p in snapshot.groups.get(key, ())}
+            for uid in list(plan.assignments):
+                pod = members.get(uid)
+                if pod is None or not pod.active or pod.node_name is not None:
+                    del plan.assignments[uid]
+            if not plan.assignments:
+                del self.plans[key]
+                gang = resolve_gang(snapshot, key)
+                if not gang.problem and len(gang.bound) >= gang.size:
+                    self.outcomes.start_latencies.append(max(0.0, now - plan.last_member_created))
+            elif now > plan.deadline:
+                del self.plans[key]
+                self.outcomes.expired += 1
+        if self.hold is not None and (now > self.hold.deadline or self.hold.key in self.plans):
+            if now > self.hold.deadline:
+                self.cooldown[self.hold.key] = now + self.config.hold_seconds
+            self.hold = None
+        for key in [k for k in self.waiting if not snapshot.groups.get(k)]:
+            del self.waiting[key]
+        self._reindex()
+
+    def _reindex(self) -> None:
+        reserved: dict[str, dict[str, dict[str, int]]] = {}
+        for key, plan in self.plans.items():
+            for uid, node in plan.assignments.items():
+                per_gang = reserved.setdefault(node, {}).setdefault(key, {})
+                for name, amount in plan.requests[uid].items():
+                    per_gang[name] = per_gang.get(name, 0) + amount
+        self._reserved = reserved
+
+    def _held_on(self, node: NodeInfo, free: Mapping[str, int]) -> dict[str, int]:
+        """What the hold keeps on `node`: capacity freed there since the hold began."""
+        hold = self.hold
+        if hold is None or node.name not in hold.usable:
+            return {}
+        base = hold.baseline.setdefault(node.name, {})
+        held: dict[str, int] = {}
+        for name, cap in hold.needs.items():
+            have = free.get(name, 0)
+            start = base.get(name, 0)
+            if have < start:  # others used capacity that was free already: fair game
+                base[name] = have
+            elif have > start:
+                held[name] = min(have - start, cap)
+        return held
+
+    def free_for(self, node: NodeInfo, gang_key: str | None) -> dict[str, int]:
+        """A node's capacity as `gang_key` (or a pod of no gang) may use it."""
+        free = {
+            name: amount - node.requested.get(name, 0) for name, amount in node.allocatable.items()
+        }
+        for key, taken in self._reserved.get(node.name, {}).items():
+            if key != gang_key:
+                _sub(free, taken)
+        if self.hold is not None and self.hold.key != gang_key:
+            _sub(free, self._held_on(node, free))
+        return free
+
+    # ---- filter ------------------------------------------
+    def filter(
+        self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], now: float
+    ) -> FilterResult:
+        self.sync(snapshot, now)
+        key = group_key(pod)
+        if key is None:
+            return self._filter_other(snapshot, pod, names)
+        gang = resolve_gang(snapshot, key)
+        if gang.problem:
+            return self._reject(gang, pod, names, "invalid", gang.problem, now)
+        plan = self.plans.get(key)
+        offered = set(names)
+        if plan is not None and pod.uid in plan.assignments:
+            node = plan.assignments[pod.uid]
+            if node in offered:
+                return self._admit(gang, node, names)
+            # kube-scheduler's own filters refuse the planned node (something gangplank does
+            # not model, such as pod affinity or a volume): plan again without it.
+            self.avoid.setdefault(key, {}).setdefault(pod.uid, set()).add(node)
+            del self.plans[key]
+            self._reindex()
+        elif plan is not None:
+            del self.plans[key]  # a member the plan does not know: plan the gang again with it
+            self._reindex()
+        if len(gang.members) < gang.size:
+            return self._reject(
+                gang,
+                pod,
+                names,
+                "incomplete",
+                f"gang {gang.name}: {len(gang.members)} of {gang.size} pods exist",
+                now,
+            )
+        return self._plan(snapshot, gang, pod, names, offered, now)
+
+    def _plan(
+        self,
+        snapshot: Snapshot,
+        gang: Gang,
+        pod: PodInfo,
+        names: Sequence[str],
+        offered: set[str],
+        now: float,
+    ) -> FilterResult:
+        bound = gang.bound
+        needed = max(0, gang.size - len(bound))
+        avoid = self.avoid.get(gang.key, {})
+        for _ in range(3):
+            attempt = plan_gang(
+                snapshot,
+                gang.pending,
+                needed,
+                lambda n: self.free_for(n, gang.key),
+                prefer={p.node_name for p in bound if p.node_name},
+                avoid=avoid,
+            )
+            if not attempt.ok:
+                self.outcomes.failures["no-room"] += 1
+                self._maybe_hold(snapshot, gang, now)
+                return self._reject(
+                    gang, pod, names, "no-room", f"gang {gang.name}: {attempt.reason}", now
+                )
+            node = attempt.assignments.get(pod.uid)
+            if node is None:
+                return self._reject(
+                    gang,
+                    pod,
+                    names,
+                    "no-room",
+                    f"gang {gang.name}: its {gang.size} members are placed; no room for this "
+                    f"extra pod ({describe(pod.requests)})",
+                    now,
+                )
+            if node in offered:
+                break
+            avoid = {**avoid, pod.uid: {*avoid.get(pod.uid, ()), node}}
+        else:
+            return self._reject(
+                gang,
+                pod,
+                names,
+                "no-room",
+                f"gang {gang.name}: the nodes planned for this pod were not "
+                "offered by kube-scheduler",
+                now,
+            )
+        members = {p.uid: p for p in gang.members}
+        self.plans[gang.key] = Plan(
+            key=gang.key,
+            assignments=dict(attempt.assignments),
+            requests={uid: members[uid].requests for uid in attempt.assignments},
+            refs={uid: (members[uid].namespace, members[uid].name) for uid in attempt.assignments},
+            deadline=now + (gang.timeout_seconds or self.config.reservation_seconds),
+            last_member_created=max(p.created for p in gang.members),
+        )
+        self.outcomes.planned += 1
+        self.waiting.pop(gang.key, None)
+        self.avoid.pop(gang.key, None)
+        if self.hold is not None and self.hold.key == gang.key:
+            self.hold = None
+        self._reindex()
+        return self._admit(gang, node, names)
+
+    def _admit(self, gang: Gang, node: str, names: Sequence[str]) -> FilterResult:
+        reason = f"gang {gang.name}: this pod is planned on node {node}"
+        return FilterResult(passed=[node], unresolvable={n: reason for n in names if n != node})
+
+    def _reject(
+        self, gang: Gang, pod: PodInfo, names: Sequence[str], kind: str, reason: str, now: float
+    ) -> FilterResult:
+        waiting = self.waiting.get(gang.key)
+        if waiting is None:
+            waiting = self.waiting[gang.key] = Waiting(gang.key, gang.priority, gang.created, kind)
+        waiting.kind = kind
+        waiting.rejected[pod.uid] = (pod.namespace, pod.name)
+        if kind != "no-room":
+            self.outcomes.failures[kind] += 1
+        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
+
+    def _maybe_hold(self, snapshot: Snapshot, gang: Gang, now: float) -> None:
+        """Make `gang` the holder if it is first in line among gangs that lack room."""
+        if self.cooldown.get(gang.key, 0.0) > now:
+            return
+        current = self.hold
+        rank = (-gang.priority, gang.created, gang.key)
+        if current is not None and current.key != gang.key:
+            holder = self.waiting.get(current.key)
+            if holder is not None and (-holder.priority, holder.created, holder.key) <= rank:
+                return
+        if current is not None and current.key == gang.key:
+            return
+        sample = gang.pending[0] if gang.pending else None
+        if sample is None:
+            return
+        usable = frozenset(
+            n.name for n in snapshot.nodes.values() if not why_not_placeable(sample, n)
+        )
+        needs: dict[str, int] = {}
+        for p in gang.pending:
+            for name, amount in p.requests.items():
+                needs[name] = needs.get(name, 0) + amount
+        self.hold = Hold(gang.key, now + self.config.hold_seconds, needs, usable, {})
+        baseline = self.hold.baseline
+        for name in usable:
+            node = snapshot.nodes[name]
+            free = self.free_for(node, gang.key)
+            baseline[name] = {r: free.get(r, 0) for r in needs}
+
+    # ---- pods of no gang ------------------------------------------
+    def _filter_other(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> FilterResult:
+        result = decide_filter(snapshot, pod, names)
+        if not self._reserved and self.hold is None:
+            return result
+        nodes = snapshot.nodes
+        blocked: dict[str, str] = {}
+        for name in result.passed:
+            node = nodes.get(name)
+            if node is None:
+                continue
+            holders = list(self._reserved.get(name, {}))
+            if self.hold is not None and name in self.hold.usable:
+                holders.append(self.hold.key)
+            if not holders:
+                continue
+            if not fits(pod.requests, self.free_for(node, None)):
+                gangs = ", ".join(sorted({h.split(":", 1)[1] for h in holders}))
+                blocked[name] = (
+                    f"pod {pod.key}: capacity on node {name} is reserved for gang {gangs}"
+                )
+        if not blocked:
+            return result
+        result.passed = [n for n in result.passed if n not in blocked]
+        result.unresolvable.update(blocked)
+        return result
+
+    # ---- prioritize and bind ------------------------------------------
+    def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
+        key = group_key(pod)
+        plan = self.plans.get(key) if key else None
+        if plan is not None and pod.uid in plan.assignments:
+            return NodeScores(0, {plan.assignments[pod.uid]: MAX_SCORE})
+        return decide_scores(snapshot, pod, names)
+
+    def check_bind(self, request: BindRequest) -> BindDecision:
+        for plan in self.plans.values():
+            node = plan.assignments.get(request.uid)
+            if node is not None and node != request.node:
+                return BindDecision(
+                    False, f"pod {request.key} is planned on node {node}, not {request.node}"
+                )
+        return BindDecision(True)
+
+    def bound(self, request: BindRequest) -> None:
+        """A member was bound: its reservation is usage now (the store counts it)."""
+        for plan in self.plans.values():
+            if plan.assignments.pop(request.uid, None) is not None:
+                self._reindex()
+                return
+
+    # ---- retries and visibility ------------------------------------------
+    def kick_candidates(self, snapshot: Snapshot, now: float) -> list[tuple[str, str]]:
+        """Parked members whose gang can now go ahead: kube-scheduler must retry them now."""
+        self.sync(snapshot, now)
+        out: list[tuple[str, str]] = []
+        for key, waiting in self.waiting.items():
+            if not waiting.rejected or now - waiting.kicked_at < self.config.kick_interval_seconds:
+                continue
+            gang = resolve_gang(snapshot, key)
+            if gang.problem or len(gang.members) < gang.size:
+                continue
+            if waiting.kind == "no-room":
+                attempt = plan_gang(
+                    snapshot,
+                    gang.pending,
+                    max(0, gang.size - len(gang.bound)),
+                    partial(self.free_for, gang_key=key),
+                )
+                if not attempt.ok:
+                    continue
+            pending = {p.uid for p in gang.pending}
+            out += [ref for uid, ref in waiting.rejected.items() if uid in pending]
+            waiting.rejected.clear()
+            waiting.kicked_at = now
+        return out
+
+    def take_outcomes(self) -> Outcomes:
+        outcomes, self.outcomes = self.outcomes, Outcomes()
+        return outcomes
+
+    def reserved_pods(self) -> int:
+        return sum(len(p.assignments) for p in self.plans.values())
+
+    def gang_counts(self, snapshot: Snapshot) -> dict[str, int]:
+        """Gangs waiting, planned and running (all members bound)."""
+        running = 0
+        for key, pods in snapshot.groups.items():
+            if key in self.plans or key in self.waiting:
+                continue
+            members = [p for p in pods if p.active]
+            if members and all(p.node_name for p in members):
+                running += 1
+        return {"waiting": len(self.waiting), "planned": len(self.plans), "running": running}

@@ -1,0 +1,163 @@
+"""Planning a gang: place every member at once on the snapshot, or say why it cannot be done.
+
+Members with the same requests and constraints are interchangeable ("a shape"); each shape is
+placed on the nodes that can take the most of it first (fewest nodes for the gang), among equals
+the tightest fit (whole nodes stay free for whole-node jobs), and nodes the gang already runs on
+(`prefer`) before any other. All or nothing: either at least `needed` members are placed, or the
+attempt places nothing and says what is missing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+
+from extender.core.model import NodeInfo, PodInfo, Snapshot
+from extender.core.placement import how_many_fit, why_not_placeable
+from extender.core.quantity import format_amount
+from extender.core.resources import Resources
+
+FreeOf = Callable[[NodeInfo], dict[str, int]]
+
+
+@dataclass(slots=True)
+class PlanAttempt:
+    assignments: dict[str, str] = field(default_factory=dict)  # pod uid -> node
+    reason: str = ""  # empty when the plan succeeded
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+
+def describe(request: Resources) -> str:
+    shown = [(n, a) for n, a in request.items() if n != "pods" and a > 0]
+    shown.sort(key=lambda item: (item[0] != "nvidia.com/gpu", item[0]))
+    return ", ".join(f"{format_amount(n, a)} {n}" for n, a in shown) or "no resources"
+
+
+def _shape(pod: PodInfo) -> tuple[object, ...]:
+    return (
+        tuple(sorted(pod.requests.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.tolerations,
+        pod.affinity,
+    )
+
+
+def plan_gang(
+    snapshot: Snapshot,
+    pods: list[PodInfo],
+    needed: int,
+    free_of: FreeOf,
+    *,
+    prefer: Collection[str] = (),
+    avoid: Mapping[str, Collection[str]] | None = None,
+    allow_partial: bool = False,
+) -> PlanAttempt:
+    """Place `pods` (at least `needed` of them) on `snapshot`'s nodes.
+
+    `free_of(node)` is what a node has left for this gang (allocatable minus requested minus what
+    others reserved). `avoid` maps a pod UID to nodes that pod must not get. With `allow_partial`,
+    whatever fits is returned even when it is fewer than `needed` (used to hold capacity).
+    """
+    avoid = avoid or {}
+    shapes: dict[tuple[object, ...], list[PodInfo]] = {}
+    for pod in pods:
+        shapes.setdefault(_shape(pod), []).append(pod)
+    # Biggest members first: they are the hardest to place.
+    order = sorted(
+        shapes.values(),
+        key=lambda ps: (
+            -ps[0].requests.get("nvidia.com/gpu", 0),
+            -ps[0].requests.get("cpu", 0),
+            ps[0].name,
+        ),
+    )
+    free: dict[str, dict[str, int]] = {}
+    preferred = set(prefer)
+    assignments: dict[str, str] = {}
+    first_failure = ""
+    for members in order:
+        sample = members[0]
+        candidates: list[tuple[int, NodeInfo]] = []
+        rejected: Counter[str] = Counter()
+        short: Counter[str] = Counter()
+        most_free: dict[str, int] = {}
+        for node in snapshot.nodes.values():
+            why = why_not_placeable(sample, node)
+            if why:
+                rejected[why] += 1
+                continue
+            room = free.get(node.name)
+            if room is None:
+                room = free[node.name] = free_of(node)
+            count = how_many_fit(sample.requests, room)
+            if count:
+                candidates.append((count, node))
+            else:
+                for name, amount in sample.requests.items():
+                    have = room.get(name, 0)
+                    if amount > have:
+                        short[name] += 1
+                        most_free[name] = max(most_free.get(name, 0), have)
+        remaining = list(members)
+        candidates.sort(
+            key=lambda c: (c[1].name not in preferred, -min(c[0], len(remaining)), c[0], c[1].name)
+        )
+        for count, node in candidates:
+            if not remaining:
+                break
+            room = free[node.name]
+            count = min(count, how_many_fit(sample.requests, room))
+            taken = [p for p in remaining if node.name not in avoid.get(p.uid, ())][:count]
+            for pod in taken:
+                assignments[pod.uid] = node.name
+                for name, amount in pod.requests.items():
+                    room[name] = room.get(name, 0) - amount
+            if taken:
+                placed = {p.uid for p in taken}
+                remaining = [p for p in remaining if p.uid not in placed]
+        if remaining and not first_failure:
+            first_failure = _why(
+                len(members),
+                len(members) - len(remaining),
+                sample,
+                len(candidates),
+                rejected,
+                short,
+                most_free,
+            )
+    if len(assignments) >= needed:
+        return PlanAttempt(assignments)
+    if allow_partial:
+        return PlanAttempt(assignments, first_failure or "partial")
+    return PlanAttempt({}, first_failure or f"only {len(assignments)} of {needed} members fit")
+
+
+def _why(
+    wanted: int,
+    placed: int,
+    sample: PodInfo,
+    usable: int,
+    rejected: Counter[str],
+    short: Counter[str],
+    most_free: dict[str, int],
+) -> str:
+    need = f"needs {wanted} pod{'s' if wanted != 1 else ''} of {describe(sample.requests)}"
+    if not usable and not short:
+        if rejected:
+            why, nodes = rejected.most_common(1)[0]
+            return f"{need}; no node accepts them (most often: {why}, on {nodes} nodes)"
+        return f"{need}; the cluster has no nodes"
+    text = f"{need}; only {placed} fit"
+    if short:
+        resource, _ = short.most_common(1)[0]
+        amount = sample.requests[resource]
+        text += (
+            f"; short of {resource}: the most free on one node is "
+            f"{format_amount(resource, most_free.get(resource, 0))}, each pod needs "
+            f"{format_amount(resource, amount)}"
+        )
+    return text

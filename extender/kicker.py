@@ -1,0 +1,162 @@
+"""Prompt retries: nudge parked gang members once their gang can go ahead.
+
+kube-scheduler parks a pod that every node rejected and retries it only on a cluster event or
+when the pod itself is updated (fixtures/kube-scheduler/NOTES.md). When the last member of a gang
+is created, kube-scheduler may retry the parked members before gangplank's cache has seen the
+new pod; rejected again, they would wait for the periodic flush (up to 5 minutes). So gangplank
+updates them itself — an annotation patch — as soon as its own view says the gang can be
+planned. Only while its kube-scheduler is the leader: the other replica's pods are not parked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import orjson
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger("gangplank.kick")
+
+RETRY_ANNOTATION = "gangplank.io/retry-at"
+
+
+class Leadership(Protocol):
+    def is_leader(self) -> bool: ...
+
+
+class AlwaysLeader:
+    """A scheduler that runs without leader election is always the one scheduling."""
+
+    def is_leader(self) -> bool:
+        return True
+
+
+class LeaseLeadership:
+    """Leader while the scheduler's Lease is held by this pod (holderIdentity `<pod>_<uuid>`)."""
+
+    def __init__(
+        self,
+        coordination: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        cache_seconds: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._api = coordination
+        self._namespace = namespace
+        self._name = name
+        self._identity = identity
+        self._cache_seconds = cache_seconds
+        self._clock = clock
+        self._checked = float("-inf")
+        self._leader = False
+
+    def is_leader(self) -> bool:
+        now = self._clock()
+        if now - self._checked < self._cache_seconds:
+            return self._leader
+        self._checked = now
+        try:
+            response = self._api.read_namespaced_lease(
+                self._name, self._namespace, _preload_content=False, _request_timeout=(2, 3)
+            )
+            holder = (orjson.loads(response.data).get("spec") or {}).get("holderIdentity") or ""
+            response.release_conn()
+        except ApiException as err:
+            if err.status != 404:
+                log.warning(
+                    "cannot read Lease %s/%s: HTTP %s", self._namespace, self._name, err.status
+                )
+            holder = ""
+        except Exception as err:  # API server unreachable: keep the last answer
+            log.warning("cannot read Lease %s/%s: %s", self._namespace, self._name, err)
+            return self._leader
+        self._leader = holder == self._identity or holder.startswith(f"{self._identity}_")
+        return self._leader
+
+
+def default_identity() -> str:
+    return os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or ""
+
+
+class Patcher(Protocol):
+    def kick(self, namespace: str, name: str) -> None: ...
+
+
+class ApiPatcher:
+    def __init__(self, core: Any) -> None:
+        self._core = core
+
+    def kick(self, namespace: str, name: str) -> None:
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        body = {"metadata": {"annotations": {RETRY_ANNOTATION: stamp}}}
+        try:
+            response = self._core.patch_namespaced_pod(
+                name, namespace, body, _preload_content=False, _request_timeout=(2, 3)
+            )
+            response.release_conn()
+        except ApiException as err:
+            if err.status != 404:  # a pod deleted meanwhile needs no retry
+                log.warning("cannot nudge pod %s/%s: HTTP %s", namespace, name, err.status)
+        except Exception as err:
+            log.warning("cannot nudge pod %s/%s: %s", namespace, name, err)
+
+
+class LogPatcher:
+    """Demo mode: no API server to patch."""
+
+    def kick(self, namespace: str, name: str) -> None:
+        log.info("demo: would nudge pod %s/%s to be retried", namespace, name)
+
+
+class Kicker:
+    """A thread that asks the runtime which pods to nudge, and nudges them."""
+
+    def __init__(
+        self,
+        candidates: Callable[[], list[tuple[str, str]]],
+        patcher: Patcher,
+        leadership: Leadership,
+        interval: float = 0.5,
+        on_kick: Callable[[int], None] = lambda n: None,
+    ) -> None:
+        self._candidates = candidates
+        self._patcher = patcher
+        self._leadership = leadership
+        self._interval = interval
+        self._on_kick = on_kick
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> int:
+        if not self._leadership.is_leader():
+            return 0
+        refs = self._candidates()
+        for namespace, name in refs:
+            self._patcher.kick(namespace, name)
+        if refs:
+            log.info("nudged %d parked gang member(s) to be retried now", len(refs))
+            self._on_kick(len(refs))
+        return len(refs)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="kicker", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            with contextlib.suppress(Exception):
+                self.run_once()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
