@@ -33,8 +33,11 @@ def pod(
     phase: str = "Pending",
     priority: int = 0,
     uid: str | None = None,
+    job: str | None = None,
+    created: str = "2026-12-01T10:00:00Z",
+    node_selector: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A Pod as the API server returns it."""
+    """A Pod as the API server returns it (`job`: owned by that Job)."""
     n = next(_ids)
     requests: dict[str, str] = {"cpu": cpu, "memory": memory}
     if gpu:
@@ -46,18 +49,68 @@ def pod(
     }
     if node:
         spec["nodeName"] = node
-    return {
-        "metadata": {
-            "name": name or f"pod-{n}",
-            "namespace": namespace,
-            "uid": uid or f"00000000-0000-4000-8000-{n:012d}",
-            "labels": labels or {},
-            "annotations": annotations or {},
-            "creationTimestamp": "2026-12-01T10:00:00Z",
-        },
-        "spec": spec,
-        "status": {"phase": phase},
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    metadata: dict[str, Any] = {
+        "name": name or f"pod-{n}",
+        "namespace": namespace,
+        "uid": uid or f"00000000-0000-4000-8000-{n:012d}",
+        "labels": labels or {},
+        "annotations": annotations or {},
+        "creationTimestamp": created,
     }
+    if job:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": job,
+                "uid": f"job-{job}",
+                "controller": True,
+            }
+        ]
+    return {"metadata": metadata, "spec": spec, "status": {"phase": phase}}
+
+
+def gang_pods(
+    gang: str,
+    count: int,
+    size: int | None = None,
+    *,
+    gpu: int = 1,
+    namespace: str = "default",
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """`count` members of gangplank gang `gang` of size `size` (default: count)."""
+    return [
+        pod(
+            f"{gang}-{i}",
+            namespace=namespace,
+            gpu=gpu,
+            labels={"gangplank.io/gang": gang},
+            annotations={"gangplank.io/gang-size": str(size or count)},
+            **kwargs,
+        )
+        for i in range(count)
+    ]
+
+
+def job(
+    name: str, parallelism: int, *, namespace: str = "default", completions: int | None = None
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"parallelism": parallelism, "template": {}}
+    if completions is not None:
+        spec["completions"] = completions
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def pod_group(
+    name: str, min_member: object, *, namespace: str = "default", timeout: int | None = None
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
 def node(

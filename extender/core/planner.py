@@ -2,9 +2,10 @@
 
 Members with the same requests and constraints are interchangeable ("a shape"); each shape is
 placed on the nodes that can take the most of it first (fewest nodes for the gang), among equals
-the tightest fit (whole nodes stay free for whole-node jobs), and nodes the gang already runs on
-(`prefer`) before any other. All or nothing: either at least `needed` members are placed, or the
-attempt places nothing and says what is missing.
+the tightest fit (whole nodes stay free for whole-node jobs). `prefer` ranks nodes before that
+(lower first), so that a partly bound gang is completed next to its running members. All or
+nothing: either at least `needed` members are placed, or the attempt places nothing and says what
+is missing.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def plan_gang(
     needed: int,
     free_of: FreeOf,
     *,
-    prefer: Collection[str] = (),
+    prefer: Mapping[str, int] | None = None,
     avoid: Mapping[str, Collection[str]] | None = None,
     allow_partial: bool = False,
 ) -> PlanAttempt:
@@ -76,7 +77,8 @@ def plan_gang(
         ),
     )
     free: dict[str, dict[str, int]] = {}
-    preferred = set(prefer)
+    rank = prefer or {}
+    last = len(rank) + 1
     assignments: dict[str, str] = {}
     first_failure = ""
     for members in order:
@@ -104,7 +106,7 @@ def plan_gang(
                         most_free[name] = max(most_free.get(name, 0), have)
         remaining = list(members)
         candidates.sort(
-            key=lambda c: (c[1].name not in preferred, -min(c[0], len(remaining)), c[0], c[1].name)
+            key=lambda c: (rank.get(c[1].name, last), -min(c[0], len(remaining)), c[0], c[1].name)
         )
         for count, node in candidates:
             if not remaining:

@@ -1,0 +1,185 @@
+"""Who is a gang and how big: every source of the design table, and nonsense reported clearly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.core.gang import group_key, resolve_gang
+from tests.builders import job, pod, pod_group, pod_info
+from tests.cluster import Cluster
+
+SOURCES: list[tuple[str, dict[str, Any], str]] = [
+    ("gangplank label", {"labels": {"gangplank.io/gang": "g"}}, "gangplank:ml/g"),
+    ("Volcano annotation", {"annotations": {"scheduling.k8s.io/group-name": "g"}}, "volcano:ml/g"),
+    ("coscheduling label", {"labels": {"scheduling.x-k8s.io/pod-group": "g"}}, "coscheduling:ml/g"),
+    ("Kueue pod group", {"labels": {"kueue.x-k8s.io/pod-group-name": "g"}}, "kueue:ml/g"),
+    (
+        "a Job's pod with a queue label",
+        {"labels": {"gangplank.io/queue": "q"}, "job": "train"},
+        "job:ml/train",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "kwargs,key", [s[1:] for s in SOURCES], ids=[f"{s[0]} names the gang" for s in SOURCES]
+)
+def test_each_source_names_the_gang(kwargs: dict[str, Any], key: str) -> None:
+    assert group_key(pod_info(namespace="ml", **kwargs)) == key
+
+
+def test_a_jobs_pod_without_a_queue_label_is_no_gang() -> None:
+    assert group_key(pod_info(job="train")) is None
+
+
+def members(count: int, **kwargs: Any) -> list[dict[str, Any]]:
+    return [pod(f"m{i}", namespace="ml", **kwargs) for i in range(count)]
+
+
+SIZES: list[tuple[str, dict[str, Any], dict[str, Any], int]] = [
+    (
+        "gangplank gang-size annotation",
+        {"labels": {"gangplank.io/gang": "g"}, "annotations": {"gangplank.io/gang-size": "4"}},
+        {},
+        4,
+    ),
+    (
+        "Volcano PodGroup minMember",
+        {"annotations": {"scheduling.k8s.io/group-name": "g"}},
+        {"volcano_podgroups": [pod_group("g", 3, namespace="ml")]},
+        3,
+    ),
+    (
+        "coscheduling PodGroup minMember",
+        {"labels": {"scheduling.x-k8s.io/pod-group": "g"}},
+        {"coscheduling_podgroups": [pod_group("g", 2, namespace="ml")]},
+        2,
+    ),
+    (
+        "Kueue pod-group-total-count",
+        {
+            "labels": {"kueue.x-k8s.io/pod-group-name": "g"},
+            "annotations": {"kueue.x-k8s.io/pod-group-total-count": "5"},
+        },
+        {},
+        5,
+    ),
+    (
+        "Job parallelism",
+        {"labels": {"gangplank.io/queue": "q"}, "job": "g"},
+        {"jobs": [job("g", 4, namespace="ml")]},
+        4,
+    ),
+    (
+        "Job completions below parallelism",
+        {"labels": {"gangplank.io/queue": "q"}, "job": "g"},
+        {"jobs": [job("g", 4, completions=2, namespace="ml")]},
+        2,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "kwargs,objects,size",
+    [s[1:] for s in SIZES],
+    ids=[f"the size comes from the {s[0]}" for s in SIZES],
+)
+def test_each_source_gives_the_size(
+    kwargs: dict[str, Any], objects: dict[str, Any], size: int
+) -> None:
+    cluster = Cluster(pods=members(2, **kwargs), **objects)
+    key = group_key(pod_info(namespace="ml", **kwargs))
+    assert key is not None
+    gang = resolve_gang(cluster.snap(), key)
+    assert (gang.problem, gang.size, len(gang.members)) == ("", size, 2)
+
+
+BAD: list[tuple[str, list[dict[str, Any]], dict[str, Any], str]] = [
+    (
+        "a size of 0",
+        members(1, labels={"gangplank.io/gang": "g"}, annotations={"gangplank.io/gang-size": "0"}),
+        {},
+        "gang ml/g: the gang size gangplank.io/gang-size is '0'; a gang needs at least 1 member",
+    ),
+    (
+        "a negative size",
+        members(1, labels={"gangplank.io/gang": "g"}, annotations={"gangplank.io/gang-size": "-3"}),
+        {},
+        "at least 1 member",
+    ),
+    (
+        "a size that is text",
+        members(
+            1, labels={"gangplank.io/gang": "g"}, annotations={"gangplank.io/gang-size": "eight"}
+        ),
+        {},
+        "is 'eight', not a whole number",
+    ),
+    (
+        "an absurd size",
+        members(
+            1, labels={"gangplank.io/gang": "g"}, annotations={"gangplank.io/gang-size": "1000000"}
+        ),
+        {},
+        "more than the 10000 members gangplank accepts",
+    ),
+    (
+        "no size at all",
+        members(1, labels={"gangplank.io/gang": "g"}),
+        {},
+        "no size: set the annotation gangplank.io/gang-size on its pods",
+    ),
+    (
+        "members that disagree",
+        [
+            pod(
+                "a",
+                namespace="ml",
+                labels={"gangplank.io/gang": "g"},
+                annotations={"gangplank.io/gang-size": "4"},
+            ),
+            pod(
+                "b",
+                namespace="ml",
+                labels={"gangplank.io/gang": "g"},
+                annotations={"gangplank.io/gang-size": "8"},
+            ),
+        ],
+        {},
+        "its pods disagree on the gang size ('4' on pod a, '8' on pod b)",
+    ),
+    (
+        "a Volcano gang without its PodGroup",
+        members(1, annotations={"scheduling.k8s.io/group-name": "g"}),
+        {},
+        "waiting for its Volcano PodGroup ml/g (not found)",
+    ),
+    (
+        "a PodGroup with minMember text",
+        members(1, labels={"scheduling.x-k8s.io/pod-group": "g"}),
+        {"coscheduling_podgroups": [pod_group("g", "many", namespace="ml")]},
+        "minMember of PodGroup ml/g is 'many', not a whole number",
+    ),
+    (
+        "a Job not seen yet",
+        members(1, labels={"gangplank.io/queue": "q"}, job="g"),
+        {},
+        "waiting for Job ml/g (not in gangplank's cache yet)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "pods,objects,problem",
+    [b[1:] for b in BAD],
+    ids=[f"{b[0]} is reported, not crashed on" for b in BAD],
+)
+def test_nonsense_sizes_are_reported_clearly(
+    pods: list[dict[str, Any]], objects: dict[str, Any], problem: str
+) -> None:
+    cluster = Cluster(pods=pods, **objects)
+    key = next(iter(cluster.snap().groups))
+    gang = resolve_gang(cluster.snap(), key)
+    assert gang.size == 0 and problem in gang.problem

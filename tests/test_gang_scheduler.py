@@ -1,0 +1,253 @@
+"""Plan, then admit: the gang scheduler on snapshots, with the clock in the test's hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extender.convert import pod_from_api
+from extender.core.bind import BindRequest
+from extender.core.gang_scheduler import GangConfig, GangScheduler
+from extender.core.planner import plan_gang
+from tests.builders import gang_pods, node, pod
+from tests.cluster import Cluster
+
+
+def gpu_nodes(count: int, gpus: int = 8, prefix: str = "n", **labels: str) -> list[dict[str, Any]]:
+    return [node(f"{prefix}{i}", gpu=gpus, cpu="64", labels=labels) for i in range(count)]
+
+
+def names(cluster: Cluster) -> list[str]:
+    return sorted(cluster.snap().nodes)
+
+
+def filter_all(
+    gs: GangScheduler, cluster: Cluster, pods: list[dict[str, Any]], now: float = 0.0
+) -> dict[str, list[str]]:
+    """Filter every pod as kube-scheduler would; returns pod name -> nodes kept."""
+    out = {}
+    for raw in pods:
+        result = gs.filter(cluster.snap(), pod_from_api(raw), names(cluster), now)
+        out[raw["metadata"]["name"]] = result.passed
+    return out
+
+
+def bind(cluster: Cluster, gs: GangScheduler, raw: dict[str, Any], node_name: str) -> None:
+    gs.bound(
+        BindRequest(
+            raw["metadata"]["namespace"], raw["metadata"]["name"], raw["metadata"]["uid"], node_name
+        )
+    )
+    bound = {**raw, "spec": {**raw["spec"], "nodeName": node_name}, "status": {"phase": "Running"}}
+    cluster.add("pods", bound)
+
+
+def test_an_incomplete_gang_fails_every_node_saying_how_many_pods_exist() -> None:
+    members = gang_pods("train-7", 6, size=8, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(10), pods=members)
+    gs = GangScheduler()
+    result = gs.filter(cluster.snap(), pod_from_api(members[0]), names(cluster), 0.0)
+    assert result.passed == [] and not result.failed
+    assert set(result.unresolvable.values()) == {"gang default/train-7: 6 of 8 pods exist"}
+    assert gs.reserved_pods() == 0
+
+
+def test_a_complete_gang_is_planned_whole_and_each_member_passes_only_its_node() -> None:
+    members = gang_pods("train", 4, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(6), pods=members)
+    gs = GangScheduler()
+    kept = filter_all(gs, cluster, members)
+    assert all(len(nodes) == 1 for nodes in kept.values())
+    assert len({n[0] for n in kept.values()}) == 4, "one 8-GPU member per 8-GPU node"
+    assert gs.reserved_pods() == 4
+    scores = gs.scores(cluster.snap(), pod_from_api(members[0]), names(cluster))
+    assert scores.of(kept["train-0"][0]) == 10 and scores.default == 0
+
+
+def test_members_that_share_nodes_are_packed_onto_the_fewest_nodes() -> None:
+    members = gang_pods("small", 8, gpu=1)
+    cluster = Cluster(nodes=gpu_nodes(4), pods=members)
+    kept = filter_all(GangScheduler(), cluster, members)
+    assert len({n[0] for n in kept.values()}) == 1
+
+
+def test_a_gang_that_does_not_fit_reserves_nothing_and_says_what_is_missing() -> None:
+    members = gang_pods("train-7", 8, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(6), pods=members)
+    gs = GangScheduler()
+    result = gs.filter(cluster.snap(), pod_from_api(members[0]), names(cluster), 0.0)
+    reason = next(iter(result.unresolvable.values()))
+    assert reason.startswith("gang default/train-7: needs 8 pods of 8 nvidia.com/gpu")
+    assert "only 6 fit" in reason
+    assert gs.reserved_pods() == 0
+
+
+def test_reserved_capacity_is_taken_for_other_gangs_and_plain_pods() -> None:
+    a = gang_pods("a", 2, gpu=8)
+    b = gang_pods("b", 1, gpu=8)
+    plain = pod("plain", gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(2), pods=[*a, *b, plain])
+    gs = GangScheduler()
+    filter_all(gs, cluster, a[:1])  # plans gang a on both nodes
+    kept = filter_all(gs, cluster, [b[0], plain])
+    assert kept == {"b-0": [], "plain": []}
+    result = gs.filter(cluster.snap(), pod_from_api(plain), names(cluster), 0.0)
+    assert "reserved for gang default/a" in result.unresolvable["n0"]
+    assert gs.filter(
+        cluster.snap(), pod_from_api(pod("tiny", gpu=0, cpu="1")), names(cluster), 0.0
+    ).passed == ["n0", "n1"], "what still fits passes"
+
+
+def test_two_gangs_that_together_do_not_fit_never_both_hold_capacity() -> None:
+    a = gang_pods("a", 3, gpu=8)
+    b = gang_pods("b", 3, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(4), pods=[*a, *b])
+    gs = GangScheduler()
+    interleaved = [p for pair in zip(a, b, strict=True) for p in pair]
+    kept = filter_all(gs, cluster, interleaved)
+    assert all(kept[f"a-{i}"] for i in range(3))
+    assert not any(kept[f"b-{i}"] for i in range(3))
+    assert {p.key for p in gs.plans.values()} == {"gangplank:default/a"}
+
+
+def test_an_unused_reservation_is_released_after_its_deadline() -> None:
+    members = gang_pods("slow", 2, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(2), pods=[*members, pod("plain", gpu=8)])
+    gs = GangScheduler(GangConfig(reservation_seconds=30))
+    filter_all(gs, cluster, members[:1], now=0.0)
+    plain = pod_from_api(pod("plain", gpu=8))
+    assert gs.filter(cluster.snap(), plain, names(cluster), 10.0).passed == []
+    assert gs.filter(cluster.snap(), plain, names(cluster), 31.0).passed == ["n0", "n1"]
+    assert gs.take_outcomes().expired == 1
+
+
+def test_binding_turns_the_reservation_into_usage_and_only_on_the_planned_node() -> None:
+    members = gang_pods("t", 2, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(2), pods=members)
+    gs = GangScheduler()
+    kept = filter_all(gs, cluster, members)
+    planned = kept["t-0"][0]
+    other = "n1" if planned == "n0" else "n0"
+    meta = members[0]["metadata"]
+    refused = gs.check_bind(BindRequest("default", "t-0", meta["uid"], other))
+    assert not refused.allowed and f"planned on node {planned}" in refused.reason
+    assert gs.check_bind(BindRequest("default", "t-0", meta["uid"], planned)).allowed
+    bind(cluster, gs, members[0], planned)
+    bind(cluster, gs, members[1], kept["t-1"][0])
+    gs.sync(cluster.snap(), 5.0)
+    assert gs.reserved_pods() == 0 and not gs.plans
+    assert gs.gang_counts(cluster.snap())["running"] == 1
+    assert gs.take_outcomes().start_latencies
+
+
+def test_a_partly_bound_gang_plans_only_its_missing_members_next_to_the_running_ones() -> None:
+    racks = [
+        *gpu_nodes(2, prefix="a", **{"network.gangplank.io/rack": "r1"}),
+        *gpu_nodes(2, prefix="b", **{"network.gangplank.io/rack": "r2"}),
+    ]
+    members = gang_pods("t", 3, gpu=8)
+    running = {
+        **members[0],
+        "spec": {**members[0]["spec"], "nodeName": "b1"},
+        "status": {"phase": "Running"},
+    }
+    cluster = Cluster(nodes=racks, pods=[running, *members[1:]])
+    gs = GangScheduler()
+    kept = filter_all(gs, cluster, members[1:])
+    placed = kept["t-1"] + kept["t-2"]
+    assert "b0" in placed, "the rack of the running member first"
+    assert "b1" not in placed, "b1 is full (the running member has its 8 GPUs)"
+
+
+def test_the_first_gang_in_line_keeps_capacity_that_frees_up_from_later_work() -> None:
+    big = gang_pods("big", 2, gpu=8, created="2026-12-01T09:00:00Z")
+    blocker = pod("blocker", gpu=8, node="n1", phase="Running")
+    plain = pod_from_api(pod("plain", gpu=8))
+    cluster = Cluster(nodes=gpu_nodes(2), pods=[*big, blocker])
+    gs = GangScheduler(GangConfig(hold_seconds=100))
+    assert filter_all(gs, cluster, big[:1], now=0.0) == {"big-0": []}  # n1 busy: no room
+    assert gs.hold is not None and gs.hold.key == "gangplank:default/big"
+    # n0 was free before the hold began: other work may still use it (backfill) ...
+    assert gs.filter(cluster.snap(), plain, names(cluster), 1.0).passed == ["n0"]
+    cluster.delete("pods", blocker)
+    # ... but what frees up from now on is kept for the gang first in line.
+    result = gs.filter(cluster.snap(), plain, names(cluster), 2.0)
+    assert result.passed == ["n0"]
+    assert "reserved for gang default/big" in result.unresolvable["n1"]
+    later = gang_pods("later", 2, gpu=8, created="2026-12-01T10:00:00Z")
+    cluster.add("pods", *later)
+    assert filter_all(gs, cluster, later[:1], now=3.0) == {"later-0": []}
+    kept = filter_all(gs, cluster, big, now=4.0)
+    assert sorted(kept["big-0"] + kept["big-1"]) == ["n0", "n1"]
+    assert gs.hold is None, "planned: the hold is over"
+
+
+def test_a_hold_lapses_after_its_bound_so_the_cluster_does_not_idle() -> None:
+    big = gang_pods("big", 3, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(2), pods=[*big, pod("plain", gpu=8)])
+    gs = GangScheduler(GangConfig(hold_seconds=10))
+    filter_all(gs, cluster, big[:1], now=0.0)
+    assert gs.hold is not None
+    gs.sync(cluster.snap(), 11.0)
+    assert gs.hold is None and gs.cooldown["gangplank:default/big"] == 21.0
+    filter_all(gs, cluster, big[:1], now=12.0)
+    assert gs.hold is None, "no new hold during the cooldown"
+
+
+def test_parked_members_are_nudged_once_the_gang_is_complete() -> None:
+    members = gang_pods("t", 3, gpu=1)
+    cluster = Cluster(nodes=gpu_nodes(1), pods=members[:2])
+    gs = GangScheduler(GangConfig(kick_interval_seconds=5))
+    filter_all(gs, cluster, members[:2], now=0.0)
+    assert gs.kick_candidates(cluster.snap(), 1.0) == [], "still incomplete"
+    cluster.add("pods", members[2])
+    assert sorted(gs.kick_candidates(cluster.snap(), 2.0)) == [
+        ("default", "t-0"),
+        ("default", "t-1"),
+    ]
+    assert gs.kick_candidates(cluster.snap(), 3.0) == [], "once"
+
+
+def test_members_rejected_for_room_are_nudged_when_room_appears() -> None:
+    members = gang_pods("t", 2, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(1), pods=members)
+    gs = GangScheduler()
+    filter_all(gs, cluster, members, now=0.0)
+    assert gs.kick_candidates(cluster.snap(), 1.0) == []
+    cluster.add("nodes", node("n9", gpu=8, cpu="64"))
+    assert len(gs.kick_candidates(cluster.snap(), 2.0)) == 2
+
+
+def test_a_member_whose_planned_node_kube_scheduler_refuses_is_planned_elsewhere() -> None:
+    members = gang_pods("t", 1, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(3), pods=members)
+    gs = GangScheduler()
+    first = filter_all(gs, cluster, members)["t-0"][0]
+    offered = [n for n in names(cluster) if n != first]
+    again = gs.filter(cluster.snap(), pod_from_api(members[0]), offered, 1.0)
+    assert len(again.passed) == 1 and again.passed[0] != first
+
+
+def test_node_selectors_and_taints_are_respected_when_planning() -> None:
+    tainted = node("t0", gpu=8, cpu="64")
+    tainted["spec"]["taints"] = [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}]
+    labelled = node("l0", gpu=8, cpu="64", labels={"pool": "train"})
+    members = gang_pods("t", 1, gpu=8, node_selector={"pool": "train"})
+    cluster = Cluster(nodes=[tainted, labelled, node("x0", gpu=8, cpu="64")], pods=members)
+    assert filter_all(GangScheduler(), cluster, members) == {"t-0": ["l0"]}
+    nowhere = gang_pods("u", 1, gpu=8, node_selector={"pool": "none"})
+    cluster.add("pods", *nowhere)
+    result = GangScheduler().filter(cluster.snap(), pod_from_api(nowhere[0]), names(cluster), 0)
+    assert "no node accepts them (most often: node selector pool=none" in next(
+        iter(result.unresolvable.values())
+    )
+
+
+def test_planning_is_all_or_nothing_on_the_snapshot() -> None:
+    members = [pod_from_api(p) for p in gang_pods("t", 5, gpu=8)]
+    cluster = Cluster(nodes=gpu_nodes(4))
+    attempt = plan_gang(cluster.snap(), members, 5, lambda n: dict(n.allocatable))
+    assert not attempt.ok and attempt.assignments == {}
+    partial = plan_gang(
+        cluster.snap(), members, 5, lambda n: dict(n.allocatable), allow_partial=True
+    )
+    assert len(partial.assignments) == 4
