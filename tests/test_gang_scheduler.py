@@ -12,7 +12,9 @@ from tests.builders import gang_pods, node, pod
 from tests.cluster import Cluster
 
 
-def gpu_nodes(count: int, gpus: int = 8, prefix: str = "n", **labels: str) -> list[dict[str, Any]]:
+def gpu_nodes(
+    count: int, gpus: int = 8, prefix: str = "n", labels: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     return [node(f"{prefix}{i}", gpu=gpus, cpu="64", labels=labels) for i in range(count)]
 
 
@@ -141,8 +143,8 @@ def test_binding_turns_the_reservation_into_usage_and_only_on_the_planned_node()
 
 def test_a_partly_bound_gang_plans_only_its_missing_members_next_to_the_running_ones() -> None:
     racks = [
-        *gpu_nodes(2, prefix="a", **{"network.gangplank.io/rack": "r1"}),
-        *gpu_nodes(2, prefix="b", **{"network.gangplank.io/rack": "r2"}),
+        *gpu_nodes(2, prefix="a", labels={"network.gangplank.io/rack": "r1"}),
+        *gpu_nodes(2, prefix="b", labels={"network.gangplank.io/rack": "r2"}),
     ]
     members = gang_pods("t", 3, gpu=8)
     running = {
