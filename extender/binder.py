@@ -44,6 +44,7 @@ class ApiBinder:
                 _preload_content=False,
                 _request_timeout=self._timeout,
             )
+            response.drain_conn()  # an unread body would poison the pooled connection
             response.release_conn()
         except ApiException as err:
             raise BindError(

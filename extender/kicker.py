@@ -69,6 +69,7 @@ class LeaseLeadership:
                 self._name, self._namespace, _preload_content=False, _request_timeout=(2, 3)
             )
             holder = (orjson.loads(response.data).get("spec") or {}).get("holderIdentity") or ""
+            response.drain_conn()  # an unread body would poison the pooled connection
             response.release_conn()
         except ApiException as err:
             if err.status != 404:
@@ -102,6 +103,7 @@ class ApiPatcher:
             response = self._core.patch_namespaced_pod(
                 name, namespace, body, _preload_content=False, _request_timeout=(2, 3)
             )
+            response.drain_conn()  # an unread body would poison the pooled connection
             response.release_conn()
         except ApiException as err:
             if err.status != 404:  # a pod deleted meanwhile needs no retry

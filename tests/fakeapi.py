@@ -72,6 +72,7 @@ class State:
     bindings: list[dict[str, Any]] = field(default_factory=list)
     patches: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     absent: set[str] = field(default_factory=set)  # kinds whose CRD is not installed
+    leases: dict[str, str] = field(default_factory=dict)  # "ns/name" -> holderIdentity
     bind_error: tuple[int, str] | None = None
 
 
@@ -198,6 +199,22 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             query = parse_qs(url.query)
             with api.cond:
                 api.state.requests.append(("GET", url.path, query))
+            parts = url.path.strip("/").split("/")
+            if parts[:3] == ["apis", "coordination.k8s.io", "v1"] and len(parts) == 7:
+                holder = api.state.leases.get(f"{parts[4]}/{parts[6]}")
+                if holder is None:
+                    self._status(404, "NotFound", f'leases "{parts[6]}" not found')
+                else:
+                    self._json(
+                        200,
+                        {
+                            "apiVersion": "coordination.k8s.io/v1",
+                            "kind": "Lease",
+                            "metadata": {"name": parts[6], "namespace": parts[4]},
+                            "spec": {"holderIdentity": holder},
+                        },
+                    )
+                return
             kind = KIND_PATHS.get(url.path)
             if kind is None or kind in api.state.absent:
                 self._status(404, "NotFound", f"no route {url.path}")

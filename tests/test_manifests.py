@@ -152,10 +152,25 @@ def test_the_extender_may_do_exactly_what_the_code_does() -> None:
         ("", "pods"),
         ("", "namespaces"),
         ("scheduling.k8s.io", "priorityclasses"),
+        ("batch", "jobs"),
+        ("scheduling.volcano.sh", "podgroups"),
+        ("scheduling.x-k8s.io", "podgroups"),
     }
     needed = {(g, r, v) for g, r in watched for v in ("list", "watch")}
-    needed.add(("", "pods/binding", "create"))
+    needed |= {("", "pods/binding", "create"), ("", "pods", "patch")}
     assert granted == needed
+    lease = find("Role", "gangplank-extender-leader-lease")["rules"]
+    assert lease == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["gangplank-scheduler"],
+            "verbs": ["get"],
+        }
+    ]
+    election = scheduler_config()["leaderElection"]
+    lease_name = f"{election['resourceNamespace']}/{election['resourceName']}"
+    assert f"--leader-lease={lease_name}" in containers()["gangplank"]["args"]
     for obj in objects():
         for rule in obj.get("rules", []):
             assert "*" not in rule["verbs"] + rule["resources"], "no wildcards"

@@ -261,6 +261,8 @@ class Reflector:
                     self._handle_line(line)
         finally:
             self._response = None
+            # A stream left mid-way must not go back to the pool with unread bytes in it.
+            response.close()
             response.release_conn()
 
     def _handle_line(self, line: str) -> None:

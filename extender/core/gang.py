@@ -106,8 +106,12 @@ def _annotated_size(members: tuple[PodInfo, ...], key: str, label: str) -> tuple
     return _size(next(iter(seen)), f"{label} {key}")
 
 
-def resolve_gang(snapshot: Snapshot, key: str) -> Gang:
+def resolve_gang(snapshot: Snapshot, key: str, asking: PodInfo | None = None) -> Gang:
+    """The gang `key` on the snapshot. `asking` is the pod being scheduled: it is a member even
+    when the cache has not seen it yet (kube-scheduler can be faster than the watch)."""
     members = tuple(p for p in snapshot.groups.get(key, ()) if p.active)
+    if asking is not None and asking.active and all(p.uid != asking.uid for p in members):
+        members = (*members, asking)
     source, name = key.split(":", 1)
     timeout: int | None = None
     if source == "gangplank":

@@ -32,6 +32,8 @@ from extender.core.planner import describe, plan_gang
 from extender.core.prioritize import MAX_SCORE, NodeScores, decide_scores
 from extender.core.resources import Resources
 
+FORGET_SECONDS = 60.0
+
 
 @dataclass(frozen=True)
 class GangConfig:
@@ -55,9 +57,11 @@ class Waiting:
     key: str
     priority: int
     created: float
-    kind: str  # why it waits: incomplete, no-room, invalid
-    rejected: dict[str, tuple[str, str]] = field(default_factory=dict)
+    kind: str  # why it waits now: incomplete, no-room, invalid
+    # members rejected and parked: uid -> (namespace, name, why then)
+    rejected: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     kicked_at: float = float("-inf")
+    updated: float = 0.0  # last rejection
 
 
 @dataclass
@@ -94,6 +98,7 @@ class GangScheduler:
         self.avoid: dict[str, dict[str, set[str]]] = {}  # gang -> uid -> nodes refused to it
         self.outcomes = Outcomes()
         self._reserved: dict[str, dict[str, dict[str, int]]] = {}  # node -> gang -> resources
+        self._planned_parked: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name)
 
     # ---- bookkeeping ------------------------------------------
     def sync(self, snapshot: Snapshot, now: float) -> None:
@@ -118,7 +123,13 @@ class GangScheduler:
             if now > self.hold.deadline:
                 self.cooldown[self.hold.key] = now + self.config.hold_seconds
             self.hold = None
-        for key in [k for k in self.waiting if not snapshot.groups.get(k)]:
+        # A gang whose pods are all gone stops waiting (not at once: the cache may lag behind the
+        # pods kube-scheduler asks about).
+        for key in [
+            k
+            for k, w in self.waiting.items()
+            if not snapshot.groups.get(k) and now - w.updated > FORGET_SECONDS
+        ]:
             del self.waiting[key]
         self._reindex()
 
@@ -167,7 +178,7 @@ class GangScheduler:
         key = group_key(pod)
         if key is None:
             return self._filter_other(snapshot, pod, names)
-        gang = resolve_gang(snapshot, key)
+        gang = resolve_gang(snapshot, key, asking=pod)
         if gang.problem:
             return self._reject(gang, pod, names, "invalid", gang.problem, now)
         plan = self.plans.get(key)
@@ -256,7 +267,16 @@ class GangScheduler:
             last_member_created=max(p.created for p in gang.members),
         )
         self.outcomes.planned += 1
-        self.waiting.pop(gang.key, None)
+        waiting = self.waiting.pop(gang.key, None)
+        if waiting is not None:
+            # Members parked before the plan existed must be retried now: their node is waiting.
+            self._planned_parked.update(
+                {
+                    uid: (ns, name)
+                    for uid, (ns, name, _) in waiting.rejected.items()
+                    if uid in attempt.assignments and uid != pod.uid
+                }
+            )
         self.avoid.pop(gang.key, None)
         if self.hold is not None and self.hold.key == gang.key:
             self.hold = None
@@ -274,7 +294,8 @@ class GangScheduler:
         if waiting is None:
             waiting = self.waiting[gang.key] = Waiting(gang.key, gang.priority, gang.created, kind)
         waiting.kind = kind
-        waiting.rejected[pod.uid] = (pod.namespace, pod.name)
+        waiting.updated = now
+        waiting.rejected[pod.uid] = (pod.namespace, pod.name, kind)
         if kind != "no-room":
             self.outcomes.failures[kind] += 1
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
@@ -363,25 +384,43 @@ class GangScheduler:
     def kick_candidates(self, snapshot: Snapshot, now: float) -> list[tuple[str, str]]:
         """Parked members whose gang can now go ahead: kube-scheduler must retry them now."""
         self.sync(snapshot, now)
-        out: list[tuple[str, str]] = []
+        out = list(self._planned_parked.values())
+        self._planned_parked.clear()
         for key, waiting in self.waiting.items():
             if not waiting.rejected or now - waiting.kicked_at < self.config.kick_interval_seconds:
                 continue
             gang = resolve_gang(snapshot, key)
-            if gang.problem or len(gang.members) < gang.size:
+            if gang.problem:
                 continue
-            if waiting.kind == "no-room":
+            # Parked members learn what changed: an invalid gang became valid, an incomplete one
+            # complete, or one that lacked room fits now (then they start).
+            complete = len(gang.members) >= gang.size
+            whys = {why for _, _, why in waiting.rejected.values()}
+            fits_now = False
+            if complete and "no-room" in whys:
                 attempt = plan_gang(
                     snapshot,
                     gang.pending,
                     max(0, gang.size - len(gang.bound)),
                     partial(self.free_for, gang_key=key),
                 )
-                if not attempt.ok:
-                    continue
+                fits_now = attempt.ok
+            ready = (
+                {"invalid"}
+                | ({"incomplete"} if complete else set())
+                | ({"no-room"} if fits_now else set())
+            )
             pending = {p.uid for p in gang.pending}
-            out += [ref for uid, ref in waiting.rejected.items() if uid in pending]
-            waiting.rejected.clear()
+            chosen = {
+                uid: ref
+                for uid, ref in waiting.rejected.items()
+                if uid in pending and ref[2] in ready
+            }
+            if not chosen:
+                continue
+            out += [(namespace, name) for namespace, name, _ in chosen.values()]
+            for uid in chosen:
+                del waiting.rejected[uid]
             waiting.kicked_at = now
         return out
 

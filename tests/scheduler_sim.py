@@ -1,0 +1,255 @@
+"""A small kube-scheduler that drives gangplank over HTTP the way kube-scheduler v1.36 does.
+
+Modelled on what was observed of the real one (data/kube-scheduler/NOTES.md):
+- one pod at a time: its own resource and nodeSelector filter, then the extender's filter with
+  `NodeNames` (nodeCacheCapable), prioritize when more than one node is left, then bind;
+- the extender is not called when its own filter leaves no node;
+- a pod rejected on every node is parked and retried only on a cluster event (a pod created, a
+  pod deleted, a node added) or when the parked pod itself is updated — never on a timer;
+- a failed filter or bind is retried after a short backoff.
+gangplank runs with its real runtime: reflectors over the fake API server, ApiBinder, the kicker.
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+from werkzeug.serving import WSGIRequestHandler, make_server
+
+from extender.binder import ApiBinder
+from extender.cache.store import ClusterStore
+from extender.convert import pod_requests, resource_list
+from extender.core.gang_scheduler import GangConfig, GangScheduler
+from extender.kicker import AlwaysLeader, ApiPatcher
+from extender.metrics import Metrics
+from extender.runtime import Runtime, build_reflectors
+from extender.web.app import create_app
+from tests.fakeapi import FakeApiServer
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+
+class Extender:
+    """gangplank over HTTP on loopback, fed by `api`."""
+
+    def __init__(self, api: FakeApiServer, config: GangConfig | None = None) -> None:
+        api_client = client.ApiClient(client.Configuration(host=api.url))
+        bind_client = client.ApiClient(client.Configuration(host=api.url))
+        self.store = ClusterStore()
+        metrics = Metrics()
+        self.runtime = Runtime(
+            self.store,
+            ApiBinder(client.CoreV1Api(bind_client)),
+            metrics,
+            build_reflectors(self.store, api_client, metrics),
+            gangs=GangScheduler(config),
+            patcher=ApiPatcher(client.CoreV1Api(bind_client)),
+            leadership=AlwaysLeader(),
+            kick_interval=0.1,
+        )
+        self.server = make_server(
+            "127.0.0.1", 0, create_app(self.runtime), threaded=True, request_handler=_QuietHandler
+        )
+        self.port = self.server.server_port
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Extender:
+        self.runtime.start()
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self.runtime.ready()[0]:
+            assert time.monotonic() < deadline, self.runtime.ready()[1]
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.runtime.stop()
+
+    def post(self, verb: str, body: dict[str, Any]) -> tuple[int, Any]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            connection.request(
+                "POST",
+                f"/scheduler/{verb}",
+                body=json.dumps(body),
+                headers={"Content-Type": "application/json"},
+            )
+            response = connection.getresponse()
+            return response.status, json.loads(response.read())
+        finally:
+            connection.close()
+
+    def metrics(self) -> str:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        connection.request("GET", "/metrics")
+        text = connection.getresponse().read().decode()
+        connection.close()
+        return text
+
+
+def _key(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+
+
+class KubeScheduler:
+    def __init__(
+        self, api: FakeApiServer, extender: Extender, scheduler_name: str = "gangplank"
+    ) -> None:
+        self.api = api
+        self.extender = extender
+        self.scheduler_name = scheduler_name
+        self.queue: collections.deque[str] = collections.deque()
+        self.parked: dict[str, str] = {}  # pod key -> last reason
+        self.backoff: dict[str, float] = {}
+        self._seen = {"pods": 0, "nodes": 0}
+        self._annotations: dict[str, Any] = {}
+        self.reasons: dict[str, str] = {}
+        self.cycles = 0
+
+    # ---- events ----------------------------------
+    def _observe(self) -> bool:
+        with self.api.cond:
+            pods = self.api.state.events["pods"][self._seen["pods"] :]
+            nodes = self.api.state.events["nodes"][self._seen["nodes"] :]
+            self._seen["pods"] += len(pods)
+            self._seen["nodes"] += len(nodes)
+        cluster_event = any(e.type == "ADDED" for e in nodes)
+        for event in pods:
+            key = _key(event.obj)
+            ours = event.obj["spec"].get("schedulerName") == self.scheduler_name
+            if event.type == "ADDED":
+                cluster_event = True
+                if ours and not event.obj["spec"].get("nodeName"):
+                    self.queue.append(key)
+            elif event.type == "DELETED":
+                cluster_event = True
+                self.parked.pop(key, None)
+            elif key in self.parked:
+                annotations = event.obj["metadata"].get("annotations") or {}
+                if annotations != self._annotations.get(key):
+                    self._annotations[key] = annotations
+                    del self.parked[key]
+                    self.queue.append(key)  # the parked pod itself was updated
+        if cluster_event and self.parked:
+            self.queue.extend(self.parked)
+            self.parked.clear()
+        return bool(pods or nodes)
+
+    # ---- one scheduling cycle ----------------------------------
+    def _fits(self, pod: dict[str, Any]) -> list[str]:
+        with self.api.cond:
+            nodes = list(self.api.state.objects["nodes"].values())
+            pods = list(self.api.state.objects["pods"].values())
+        used: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        for other in pods:
+            node_name = other["spec"].get("nodeName")
+            if node_name and other["status"].get("phase") not in ("Succeeded", "Failed"):
+                used[node_name].update(pod_requests(other["spec"]))
+        want = pod_requests(pod["spec"])
+        selector = pod["spec"].get("nodeSelector") or {}
+        feasible = []
+        for node in nodes:
+            name = node["metadata"]["name"]
+            labels = node["metadata"].get("labels") or {}
+            if any(labels.get(k) != v for k, v in selector.items()):
+                continue
+            allocatable = resource_list(node["status"]["allocatable"], "allocatable")
+            if all(used[name][r] + a <= allocatable.get(r, 0) for r, a in want.items() if a):
+                feasible.append(name)
+        return sorted(feasible)
+
+    def _park(self, key: str, reason: str, pod: dict[str, Any]) -> None:
+        self.parked[key] = reason
+        self.reasons[key] = reason
+        self._annotations[key] = pod["metadata"].get("annotations") or {}
+
+    def schedule_one(self, key: str) -> None:
+        self.cycles += 1
+        namespace, name = key.split("/", 1)
+        with self.api.cond:
+            pod = self.api.state.objects["pods"].get(key)
+        if pod is None or pod["spec"].get("nodeName"):
+            return
+        feasible = self._fits(pod)
+        if not feasible:
+            self._park(key, "0 nodes fit (kube-scheduler's own filters)", pod)
+            return
+        status, answer = self.extender.post(
+            "filter", {"Pod": pod, "Nodes": None, "NodeNames": feasible}
+        )
+        if status != 200 or answer.get("Error"):
+            self.backoff[key] = time.monotonic() + 0.2
+            return
+        kept = answer["NodeNames"]
+        if not kept:
+            reasons = {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
+            self._park(key, sorted(set(reasons.values()))[0] if reasons else "no reason", pod)
+            return
+        chosen = kept[0]
+        if len(kept) > 1:
+            status, scores = self.extender.post(
+                "prioritize", {"Pod": pod, "Nodes": None, "NodeNames": kept}
+            )
+            if status == 200:
+                best = max(s["Score"] for s in scores)
+                chosen = next(s["Host"] for s in scores if s["Score"] == best)
+        status, answer = self.extender.post(
+            "bind",
+            {
+                "PodName": name,
+                "PodNamespace": namespace,
+                "PodUID": pod["metadata"]["uid"],
+                "Node": chosen,
+            },
+        )
+        if status != 200 or answer.get("Error"):
+            self.reasons[key] = answer.get("Error", f"HTTP {status}")
+            self.backoff[key] = time.monotonic() + 0.2
+
+    # ---- driving ----------------------------------
+    def settle(
+        self, idle: float = 1.5, timeout: float = 60.0, until: Callable[[], bool] | None = None
+    ) -> None:
+        """Schedule until nothing happens for `idle` seconds (or `until()` holds)."""
+        deadline = time.monotonic() + timeout
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            if until is not None and until():
+                return
+            if self._observe():
+                quiet_since = time.monotonic()
+            now = time.monotonic()
+            for key, at in list(self.backoff.items()):
+                if at <= now:
+                    del self.backoff[key]
+                    self.queue.append(key)
+            if self.queue:
+                key = self.queue.popleft()
+                if key not in self.parked:
+                    self.schedule_one(key)
+                quiet_since = time.monotonic()
+                continue
+            if not self.backoff and time.monotonic() - quiet_since > idle:
+                return
+            time.sleep(0.01)
+        raise AssertionError("the cluster did not settle in time")
+
+    def bound(self, prefix: str = "") -> dict[str, str]:
+        with self.api.cond:
+            pods = list(self.api.state.objects["pods"].values())
+        return {
+            p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in pods
+            if p["spec"].get("nodeName") and p["metadata"]["name"].startswith(prefix)
+        }
