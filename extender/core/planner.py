@@ -84,9 +84,9 @@ def plan_gang(
     for members in order:
         sample = members[0]
         candidates: list[tuple[int, NodeInfo]] = []
+        full: list[str] = []  # nodes it may use but that have no room: only read on failure
         rejected: Counter[str] = Counter()
-        short: Counter[str] = Counter()
-        most_free: dict[str, int] = {}
+        requests = sample.requests
         for node in snapshot.nodes.values():
             why = why_not_placeable(sample, node)
             if why:
@@ -95,15 +95,11 @@ def plan_gang(
             room = free.get(node.name)
             if room is None:
                 room = free[node.name] = free_of(node)
-            count = how_many_fit(sample.requests, room)
+            count = how_many_fit(requests, room)
             if count:
                 candidates.append((count, node))
             else:
-                for name, amount in sample.requests.items():
-                    have = room.get(name, 0)
-                    if amount > have:
-                        short[name] += 1
-                        most_free[name] = max(most_free.get(name, 0), have)
+                full.append(node.name)
         remaining = list(members)
         candidates.sort(
             key=lambda c: (rank.get(c[1].name, last), -min(c[0], len(remaining)), c[0], c[1].name)
@@ -122,6 +118,15 @@ def plan_gang(
                 placed = {p.uid for p in taken}
                 remaining = [p for p in remaining if p.uid not in placed]
         if remaining and not first_failure:
+            short: Counter[str] = Counter()
+            most_free: dict[str, int] = {}
+            for name in full:
+                room = free[name]
+                for resource, amount in requests.items():
+                    have = room.get(resource, 0)
+                    if amount > have:
+                        short[resource] += 1
+                        most_free[resource] = max(most_free.get(resource, 0), have)
             first_failure = _why(
                 len(members),
                 len(members) - len(remaining),
