@@ -24,7 +24,19 @@ CALLS = (
         "filter-unknown-node.json",
         "a queued pod offered a node the cache has not seen: that node fails, with a reason",
     ),
-    ("prioritize", "prioritize.json", "neutral scores (0-10, integers)"),
+    (
+        "filter",
+        "filter-gang.json",
+        "a member of gang team-a/llm-finetune (2 x 3 GPUs): the gang is planned whole, this pod "
+        "passes only its planned node",
+    ),
+    ("prioritize", "prioritize-gang.json", "the same member: 10 for its planned node, 0 elsewhere"),
+    (
+        "filter",
+        "filter-incomplete-gang.json",
+        "a member of gang team-a/sweep, 2 of its 4 pods exist: every node fails, with the reason",
+    ),
+    ("prioritize", "prioritize.json", "a pod of no gang: neutral scores (0-10, integers)"),
     ("preempt", "preempt.json", "kube-scheduler's candidates kept, as NodeNameToMetaVictims"),
     ("bind", "bind.json", "the binding (in demo mode recorded in the embedded view)"),
 )

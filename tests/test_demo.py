@@ -19,8 +19,11 @@ def test_the_demo_serves_and_answers_every_printed_call() -> None:
     out = result.stdout
     for verb in ("filter", "prioritize", "preempt", "bind"):
         assert f"/scheduler/{verb} -H 'Content-Type: application/json' -d @" in out
-    assert out.count("-> HTTP 200") == 5
+    assert out.count("-> HTTP 200") == 8
     assert "gpu-new-9 is not in gangplank's cache yet" in out
+    assert '"NodeNames": ["gpu-b1"]' in out, "the gang member passes its planned node only"
+    assert '{"Host": "gpu-b1", "Score": 10}' in out
+    assert "gang team-a/sweep: 2 of 4 pods exist" in out
 
 
 def test_the_cli_names_its_commands() -> None:

@@ -163,8 +163,8 @@ def _why(
         resource, _ = short.most_common(1)[0]
         amount = sample.requests[resource]
         text += (
-            f"; short of {resource}: the most free on one node is "
-            f"{format_amount(resource, most_free.get(resource, 0))}, each pod needs "
-            f"{format_amount(resource, amount)}"
+            f"; {short[resource]} other node{'s' if short[resource] != 1 else ''} it may use "
+            f"lack {resource} (at most {format_amount(resource, most_free.get(resource, 0))} "
+            f"free, each pod needs {format_amount(resource, amount)})"
         )
     return text
