@@ -79,3 +79,27 @@ def test_an_unreachable_api_server_is_a_bind_error_not_a_500() -> None:
     assert "API server unreachable" in answer["Error"]
     metrics = test_client.get("/metrics").data.decode()
     assert 'gangplank_binds_total{outcome="failed"} 1.0' in metrics
+
+
+def test_a_gang_member_is_bound_only_to_its_planned_node() -> None:
+    from extender.binder import StoreBinder
+    from tests.builders import gang_pods
+
+    members = gang_pods("t", 1, gpu=8)
+    store = ClusterStore()
+    handlers = handlers_for(store)
+    handlers["nodes"].replace([node("n1"), node("n2")])
+    handlers["pods"].replace(members)
+    test_client = create_app(Runtime(store, StoreBinder(), Metrics(), preloaded=True)).test_client()
+    answer = orjson.loads(
+        test_client.post(
+            "/scheduler/filter",
+            data=orjson.dumps({"Pod": members[0], "NodeNames": ["n1", "n2"], "Nodes": None}),
+        ).data
+    )
+    (planned,) = answer["NodeNames"]
+    other = "n2" if planned == "n1" else "n1"
+    uid = members[0]["metadata"]["uid"]
+    refused = bind(test_client, "t-0", uid, other)
+    assert refused["Error"] == f"pod default/t-0 is planned on node {planned}, not {other}"
+    assert bind(test_client, "t-0", uid, planned) == {"Error": ""}
