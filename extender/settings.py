@@ -95,115 +95,65 @@ def _env_bool(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+# Every setting a flag can set, with its help; the flag is `--<name-with-dashes>`, the variable
+# GANGPLANK_<NAME>, the type and default those of the Settings field.
+FLAGS: dict[str, str] = {
+    "bind": "address to listen on, HOST:PORT",
+    "url_prefix": "path before /filter etc.; match the extender's urlPrefix",
+    "kubeconfig": "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)",
+    "in_cluster": "use the pod's service account",
+    "cluster_file": "serve a fixed cluster view from `kubectl get -o yaml|json` output instead of "
+    "an API server",
+    "tls_cert": "serve HTTPS with this certificate",
+    "tls_key": "private key of --tls-cert",
+    "tls_client_ca": "require client certificates signed by this CA (mutual TLS)",
+    "log_level": "log level",
+    "policy": "policy YAML file",
+    "threads": "request threads of the single worker",
+    "max_body_bytes": "largest request body accepted",
+    "leader_lease": "NAMESPACE/NAME of the scheduler's leader-election Lease; gangplank acts on "
+    "its own (nudging parked pods) only while its scheduler holds it. Unset: always",
+    "identity": "this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",
+    "reservation_seconds": "a gang plan whose members do not bind within this is released",
+    "hold_seconds": "how long the first gang in line keeps freed capacity",
+}
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str]) -> None:
-    """Flags of `gangplank serve`; each defaults to its GANGPLANK_* variable."""
-    d = Settings()
+    """Flags of `gangplank serve`; each defaults to its GANGPLANK_* variable, then to Settings.
 
-    def default(name: str, fallback: object) -> object:
-        return env.get(f"GANGPLANK_{name}", fallback)
-
-    parser.add_argument(
-        "--bind",
-        default=default("BIND", d.bind),
-        help="address to listen on, HOST:PORT (env GANGPLANK_BIND; default %(default)s)",
-    )
-    parser.add_argument(
-        "--url-prefix",
-        default=default("URL_PREFIX", d.url_prefix),
-        help="path before /filter etc.; match the extender urlPrefix (default %(default)s)",
-    )
-    parser.add_argument(
-        "--kubeconfig",
-        default=default("KUBECONFIG", env.get("KUBECONFIG")),
-        help="kubeconfig file (env GANGPLANK_KUBECONFIG or KUBECONFIG)",
-    )
-    parser.add_argument(
-        "--in-cluster",
-        action="store_true",
-        default=_env_bool(env.get("GANGPLANK_IN_CLUSTER")),
-        help="use the pod's service account (env GANGPLANK_IN_CLUSTER=1)",
-    )
-    parser.add_argument(
-        "--cluster-file",
-        default=default("CLUSTER_FILE", None),
-        help="serve a fixed cluster view from a `kubectl get -o yaml` file instead of "
-        "an API server",
-    )
-    parser.add_argument(
-        "--tls-cert", default=default("TLS_CERT", None), help="serve HTTPS with this certificate"
-    )
-    parser.add_argument(
-        "--tls-key", default=default("TLS_KEY", None), help="private key of --tls-cert"
-    )
-    parser.add_argument(
-        "--tls-client-ca",
-        default=default("TLS_CLIENT_CA", None),
-        help="require client certificates signed by this CA (mutual TLS)",
-    )
-    parser.add_argument(
-        "--log-level", default=default("LOG_LEVEL", d.log_level), choices=LOG_LEVELS
-    )
-    parser.add_argument("--policy", default=default("POLICY", None), help="policy YAML file")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=int(str(default("THREADS", d.threads))),
-        help="request threads of the single worker (default %(default)s)",
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=int(str(default("MAX_BODY_BYTES", d.max_body_bytes))),
-        help="largest request body accepted (default %(default)s)",
-    )
-    parser.add_argument(
-        "--leader-lease",
-        default=default("LEADER_LEASE", None),
-        help="NAMESPACE/NAME of the scheduler's leader-election Lease; gangplank acts on its own "
-        "(nudging parked pods) only while its scheduler holds it. Unset: always",
-    )
-    parser.add_argument(
-        "--identity",
-        default=default("IDENTITY", None),
-        help="this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",
-    )
-    parser.add_argument(
-        "--reservation-seconds",
-        type=float,
-        default=float(str(default("RESERVATION_SECONDS", d.reservation_seconds))),
-        help="a gang plan whose members do not bind within this is released (default %(default)s)",
-    )
-    parser.add_argument(
-        "--hold-seconds",
-        type=float,
-        default=float(str(default("HOLD_SECONDS", d.hold_seconds))),
-        help="how long the first gang in line keeps freed capacity (default %(default)s)",
-    )
+    A variable's text goes through the flag's type, so a bad value is refused by argparse with
+    the flag's name, like a bad flag.
+    """
+    defaults = Settings()
+    for name, text in FLAGS.items():
+        flag = "--" + name.replace("_", "-")
+        variable = f"GANGPLANK_{name.upper()}"
+        fallback = getattr(defaults, name)
+        if name == "kubeconfig":
+            fallback = env.get("KUBECONFIG")
+        help_text = f"{text} (env {variable}"
+        help_text += "; default %(default)s)" if fallback not in (None, False) else ")"
+        if isinstance(fallback, bool):
+            parser.add_argument(
+                flag, action="store_true", default=_env_bool(env.get(variable)), help=help_text
+            )
+            continue
+        kind = type(fallback) if fallback is not None else str
+        parser.add_argument(
+            flag,
+            type=kind,
+            default=env.get(variable, fallback),
+            help=help_text,
+            choices=LOG_LEVELS if name == "log_level" else None,
+        )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    in_cluster = bool(args.in_cluster)
-    kubeconfig = args.kubeconfig
-    if in_cluster:
-        kubeconfig = None
-    return Settings(
-        bind=args.bind,
-        url_prefix=args.url_prefix,
-        kubeconfig=kubeconfig,
-        in_cluster=in_cluster,
-        cluster_file=args.cluster_file,
-        tls_cert=args.tls_cert,
-        tls_key=args.tls_key,
-        tls_client_ca=args.tls_client_ca,
-        log_level=args.log_level,
-        policy=args.policy,
-        threads=args.threads,
-        max_body_bytes=args.max_body_bytes,
-        leader_lease=args.leader_lease,
-        identity=args.identity,
-        reservation_seconds=args.reservation_seconds,
-        hold_seconds=args.hold_seconds,
-    ).validate()
+    values = {name: getattr(args, name) for name in FLAGS}
+    if values["in_cluster"]:
+        values["kubeconfig"] = None
+    return Settings(**values).validate()
 
 
 def parse_serve_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
