@@ -100,12 +100,15 @@ class GangScheduler:
         self.outcomes = Outcomes()
         self._reserved: dict[str, dict[str, dict[str, int]]] = {}  # node -> gang -> resources
         self._planned_parked: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name)
+        self._synced: tuple[int, float] = (-1, float("-inf"))  # generation, next deadline
 
     # ---- bookkeeping ------------------------------------------
     def sync(self, snapshot: Snapshot, now: float) -> None:
         """Turn bound members into usage, release expired plans and holds."""
         if not (self.plans or self.hold or self.waiting):
             return
+        if snapshot.generation == self._synced[0] and now <= self._synced[1]:
+            return  # nothing changed and nothing is due
         for key, plan in list(self.plans.items()):
             members = {p.uid: p for p in snapshot.groups.get(key, ())}
             for uid in list(plan.assignments):
@@ -133,8 +136,17 @@ class GangScheduler:
         ]:
             del self.waiting[key]
         self._reindex()
+        self._synced = (snapshot.generation, self._next_due())
+
+    def _next_due(self) -> float:
+        times = [plan.deadline for plan in self.plans.values()]
+        if self.hold is not None:
+            times.append(self.hold.deadline)
+        times += [w.updated + FORGET_SECONDS for w in self.waiting.values()]
+        return min(times, default=float("inf"))
 
     def _reindex(self) -> None:
+        self._synced = (-1, float("-inf"))  # the state changed: the next sync must look
         reserved: dict[str, dict[str, dict[str, int]]] = {}
         for key, plan in self.plans.items():
             for uid, node in plan.assignments.items():
@@ -188,10 +200,9 @@ class GangScheduler:
         if gang.problem:
             return self._reject(gang, pod, names, "invalid", gang.problem, now)
         plan = self.plans.get(key)
-        offered = set(names)
         if plan is not None and pod.uid in plan.assignments:
             node = plan.assignments[pod.uid]
-            if node in offered:
+            if node in names:
                 return self._admit(gang, node, names)
             # kube-scheduler's own filters refuse the planned node (something gangplank does
             # not model, such as pod affinity or a volume): plan again without it.
@@ -210,7 +221,7 @@ class GangScheduler:
                 f"gang {gang.name}: {len(gang.members)} of {gang.size} pods exist",
                 now,
             )
-        return self._plan(snapshot, gang, pod, names, offered, now)
+        return self._plan(snapshot, gang, pod, names, now)
 
     def _plan(
         self,
@@ -218,12 +229,12 @@ class GangScheduler:
         gang: Gang,
         pod: PodInfo,
         names: Sequence[str],
-        offered: set[str],
         now: float,
     ) -> FilterResult:
         bound = gang.bound
         needed = max(0, gang.size - len(bound))
         avoid = self.avoid.get(gang.key, {})
+        offered = set(names)
         wanted = {name for p in gang.pending for name in p.requests}
         for _ in range(3):
             attempt = plan_gang(
@@ -343,6 +354,7 @@ class GangScheduler:
             for name, amount in p.requests.items():
                 needs[name] = needs.get(name, 0) + amount
         self.hold = Hold(gang.key, now + self.config.hold_seconds, needs, usable, {})
+        self._synced = (-1, float("-inf"))
         baseline = self.hold.baseline
         for name in usable:
             node = snapshot.nodes[name]
