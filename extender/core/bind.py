@@ -1,10 +1,10 @@
-"""Bind: whether gangplank may bind a pod to the node kube-scheduler chose."""
+"""Bind: the request and the answer. The decision is `GangScheduler.check_bind`: a gang member
+only to its planned node; any other pod wherever kube-scheduler chose (it checked the node fits,
+and the API server is the judge of a node gangplank does not know)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from extender.core.model import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,11 +23,3 @@ class BindRequest:
 class BindDecision:
     allowed: bool
     reason: str = ""
-
-
-def decide_bind(snapshot: Snapshot, request: BindRequest) -> BindDecision:
-    """Today every bind kube-scheduler asks for is carried out: it already checked the node fits.
-
-    A node the cache does not know is no reason to refuse: the API server is the judge of that.
-    """
-    return BindDecision(allowed=True)

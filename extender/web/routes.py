@@ -11,7 +11,6 @@ from flask import Blueprint, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender.binder import BindError
-from extender.core.bind import decide_bind
 from extender.core.preempt import decide_preemption
 from extender.runtime import Runtime
 from extender.web import wire
@@ -75,10 +74,8 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
 
     def bind(body: dict[str, Any]) -> Response:
         bind_request = wire.parse_bind(body)
-        decision = decide_bind(runtime.store.snapshot(), bind_request)
-        if decision.allowed:
-            with runtime.lock:
-                decision = runtime.gangs.check_bind(bind_request)
+        with runtime.lock:
+            decision = runtime.gangs.check_bind(bind_request)
         if not decision.allowed:
             metrics.binds.labels("refused").inc()
             return json_response({"Error": decision.reason})
