@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
 from extender.core.gang import group_key
 from extender.core.model import JobInfo, NodeInfo, PodGroupInfo, PodInfo, Snapshot
@@ -19,6 +20,14 @@ from extender.core.resources import total
 
 # How long a pod gangplank bound counts on its node before the watch confirms it.
 ASSUME_TTL_SECONDS = 30.0
+
+
+V = TypeVar("V")
+
+
+def _without(mapping: dict[str, V], key: str) -> dict[str, V]:
+    """A copy without `key`: snapshots hold the old dict, so it is never changed in place."""
+    return {k: v for k, v in mapping.items() if k != key}
 
 
 def pod_key(pod: PodInfo) -> str:
@@ -106,37 +115,34 @@ class ClusterStore:
     # ---- PodGroups and Jobs ------------------------------------------
     def upsert_pod_group(self, group: PodGroupInfo) -> None:
         with self._lock:
-            key = f"{group.source}:{group.namespace}/{group.name}"
-            self._pod_groups = {**self._pod_groups, key: group}
+            self._pod_groups = {**self._pod_groups, group.key: group}
             self._bump()
 
     def delete_pod_group(self, group: PodGroupInfo) -> None:
         with self._lock:
-            key = f"{group.source}:{group.namespace}/{group.name}"
-            self._pod_groups = {k: v for k, v in self._pod_groups.items() if k != key}
+            self._pod_groups = _without(self._pod_groups, group.key)
             self._bump()
 
     def replace_pod_groups(self, source: str, groups: Iterable[PodGroupInfo]) -> None:
         with self._lock:
             kept = {k: v for k, v in self._pod_groups.items() if v.source != source}
-            kept.update({f"{g.source}:{g.namespace}/{g.name}": g for g in groups})
+            kept.update({g.key: g for g in groups})
             self._pod_groups = kept
             self._bump()
 
     def upsert_job(self, job: JobInfo) -> None:
         with self._lock:
-            self._jobs = {**self._jobs, f"{job.namespace}/{job.name}": job}
+            self._jobs = {**self._jobs, job.key: job}
             self._bump()
 
     def delete_job(self, job: JobInfo) -> None:
         with self._lock:
-            key = f"{job.namespace}/{job.name}"
-            self._jobs = {k: v for k, v in self._jobs.items() if k != key}
+            self._jobs = _without(self._jobs, job.key)
             self._bump()
 
     def replace_jobs(self, jobs: Iterable[JobInfo]) -> None:
         with self._lock:
-            self._jobs = {f"{j.namespace}/{j.name}": j for j in jobs}
+            self._jobs = {j.key: j for j in jobs}
             self._bump()
 
     # ---- namespaces and priority classes ------------------------------------------
@@ -147,7 +153,7 @@ class ClusterStore:
 
     def delete_namespace(self, name: str) -> None:
         with self._lock:
-            self._namespaces = {k: v for k, v in self._namespaces.items() if k != name}
+            self._namespaces = _without(self._namespaces, name)
             self._bump()
 
     def replace_namespaces(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> None:
@@ -162,7 +168,7 @@ class ClusterStore:
 
     def delete_priority_class(self, name: str) -> None:
         with self._lock:
-            self._priority_classes = {k: v for k, v in self._priority_classes.items() if k != name}
+            self._priority_classes = _without(self._priority_classes, name)
             self._bump()
 
     def replace_priority_classes(self, items: Iterable[tuple[str, int]]) -> None:

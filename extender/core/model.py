@@ -125,6 +125,11 @@ class PodGroupInfo:
     min_member: object  # as written; validated where the gang is resolved
     timeout_seconds: int | None = None
 
+    @property
+    def key(self) -> str:
+        """The key of its gang (`gang.group_key` of its pods)."""
+        return f"{self.source}:{self.namespace}/{self.name}"
+
 
 @dataclass(frozen=True, slots=True)
 class JobInfo:
@@ -134,6 +139,10 @@ class JobInfo:
     name: str
     parallelism: int | None
     completions: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
