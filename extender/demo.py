@@ -18,7 +18,7 @@ from pathlib import Path
 
 DATA = Path(str(files("extender") / "data"))
 CALLS = (
-    ("filter", "filter.json", "a plain GPU pod: every node passes (no policy yet)"),
+    ("filter", "filter.json", "a pod of no gang: every node passes"),
     (
         "filter",
         "filter-unknown-node.json",
