@@ -26,11 +26,13 @@ from functools import partial
 from extender.core.bind import BindDecision, BindRequest
 from extender.core.filter import FilterResult, decide_filter
 from extender.core.gang import Gang, group_key, resolve_gang
+from extender.core.hold import Hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.placement import fits, why_not_placeable
 from extender.core.planner import describe, plan_gang
 from extender.core.prioritize import MAX_SCORE, NodeScores, decide_scores
 from extender.core.resources import Resources
+from extender.core.topology import near_members
 
 FORGET_SECONDS = 60.0
 
@@ -63,15 +65,6 @@ class Waiting:
     kicked_at: float = float("-inf")
     updated: float = 0.0  # last rejection
     checked: tuple[int, float] = (-1, float("-inf"))  # snapshot generation and time of a dry run
-
-
-@dataclass
-class Hold:
-    key: str
-    deadline: float
-    needs: dict[str, int]  # the gang's total request per resource: the cap of what is held
-    usable: frozenset[str]  # nodes the gang could use
-    baseline: dict[str, dict[str, int]]  # free capacity per node when the hold began
 
 
 @dataclass
@@ -155,24 +148,6 @@ class GangScheduler:
                     per_gang[name] = per_gang.get(name, 0) + amount
         self._reserved = reserved
 
-    def _held_on(self, node: NodeInfo, free: Mapping[str, int]) -> dict[str, int]:
-        """What the hold keeps on `node`: capacity freed there since the hold began."""
-        hold = self.hold
-        if hold is None or node.name not in hold.usable:
-            return {}
-        base = hold.baseline.setdefault(node.name, {})
-        held: dict[str, int] = {}
-        for name, cap in hold.needs.items():
-            if name not in free:  # a resource the asker does not need: nothing to learn
-                continue
-            have = free[name]
-            start = base.get(name, 0)
-            if have < start:  # others used capacity that was free already: fair game
-                base[name] = have
-            elif have > start:
-                held[name] = min(have - start, cap)
-        return held
-
     def free_for(
         self, node: NodeInfo, gang_key: str | None, only: Collection[str] | None = None
     ) -> dict[str, int]:
@@ -185,7 +160,7 @@ class GangScheduler:
             if key != gang_key:
                 _sub(free, taken)
         if self.hold is not None and self.hold.key != gang_key:
-            _sub(free, self._held_on(node, free))
+            _sub(free, self.hold.held_on(node.name, free))
         return free
 
     # ---- filter ------------------------------------------
@@ -242,7 +217,7 @@ class GangScheduler:
                 gang.pending,
                 needed,
                 partial(self.free_for, gang_key=gang.key, only=wanted),
-                prefer=_near(snapshot, bound),
+                prefer=near_members(snapshot, bound),
                 avoid=avoid,
             )
             if not attempt.ok:
@@ -482,30 +457,3 @@ class GangScheduler:
             if members and all(p.node_name for p in members):
                 running += 1
         return {"waiting": len(self.waiting), "planned": len(self.plans), "running": running}
-
-
-# Node labels naming topology domains, narrowest first: a partly bound gang is completed in the
-# narrowest domain its running members share where there is room.
-DOMAIN_LABELS = (
-    "nvidia.com/gpu.clique",
-    "network.gangplank.io/rack",
-    "network.gangplank.io/block",
-    "topology.kubernetes.io/zone",
-)
-
-
-def _near(snapshot: Snapshot, bound: Sequence[PodInfo]) -> dict[str, int]:
-    """Rank nodes by closeness to the gang's running members: their nodes 0, then domains."""
-    nodes = snapshot.nodes
-    used = [nodes[p.node_name] for p in bound if p.node_name is not None and p.node_name in nodes]
-    if not used:
-        return {}
-    rank = {n.name: 0 for n in used}
-    for tier, label in enumerate(DOMAIN_LABELS, start=1):
-        values = {n.labels[label] for n in used if label in n.labels}
-        if not values:
-            continue
-        for node in nodes.values():
-            if node.name not in rank and node.labels.get(label) in values:
-                rank[node.name] = tier
-    return rank
