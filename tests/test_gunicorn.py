@@ -85,6 +85,13 @@ def test_every_fixture_is_answered_over_one_keep_alive_connection(
         # the same connection and process keep serving after bad input
         connection.request("POST", "/scheduler/filter", body=json.dumps(REPLAY_BODY()))
         assert connection.getresponse().status == 200
+        probe = subprocess.run(
+            [sys.executable, "-m", "extender", "probe", "readyz", "--url", served.base],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert probe.returncode == 0, probe.stderr
         metrics = get(f"{served.base}/metrics")[1]
         assert 'gangplank_requests_total{code="200",verb="filter"}' in metrics
         assert 'gangplank_cache_synced{kind="pods"} 1.0' in metrics
@@ -98,7 +105,8 @@ def REPLAY_BODY() -> dict[str, Any]:
 def test_bind_through_gunicorn_creates_the_binding(cluster: FakeApiServer, tmp_path: Path) -> None:
     created = cluster.put("pods", pod("gpu-one", gpu=1))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
-    with Served("--kubeconfig", str(kubeconfig)) as served:
+    served = Served("--kubeconfig", str(kubeconfig))
+    with served:
         body = {
             "PodName": "gpu-one",
             "PodNamespace": "default",
@@ -110,6 +118,7 @@ def test_bind_through_gunicorn_creates_the_binding(cluster: FakeApiServer, tmp_p
         )
         with urllib.request.urlopen(request, timeout=5) as response:
             check_bind_answer(response.status, json.loads(response.read()))
+    assert served.process is not None and served.process.returncode == 0, "graceful stop"
     assert cluster.state.objects["pods"]["default/gpu-one"]["spec"]["nodeName"] == "n1"
 
 
