@@ -263,3 +263,28 @@ def test_a_view_that_cannot_be_loaded_stops_with_the_reason(
     assert result.returncode != 0
     assert reason in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_under_gunicorn_parked_gang_members_are_nudged_when_the_gang_completes(
+    cluster: FakeApiServer, tmp_path: Path
+) -> None:
+    from tests.builders import gang_pods
+
+    first, second = gang_pods("pair", 2, gpu=1)
+    cluster.put("pods", first)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
+    with Served("--kubeconfig", str(kubeconfig)) as served:
+        deadline = time.monotonic() + 10
+        while get(f"{served.base}/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        body = json.dumps({"Pod": first, "NodeNames": ["n1", "n2", "n3"], "Nodes": None})
+        request = urllib.request.Request(f"{served.base}/scheduler/filter", data=body.encode())
+        with urllib.request.urlopen(request, timeout=5) as response:
+            answer = json.loads(response.read())
+        assert answer["NodeNames"] == []
+        assert "gang default/pair: 1 of 2 pods exist" in answer["FailedAndUnresolvableNodes"]["n1"]
+        cluster.put("pods", second)
+        deadline = time.monotonic() + 10
+        while not cluster.state.patches and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert [(ns, name) for ns, name, _ in cluster.state.patches] == [("default", "pair-0")]
