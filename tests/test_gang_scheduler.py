@@ -277,3 +277,44 @@ def test_a_partly_bound_gang_is_first_in_line_before_older_and_higher_priority_g
     assert gs.hold is not None and gs.hold.key == "gangplank:default/old"
     filter_all(gs, cluster, broken[1:2], now=1.0)
     assert gs.hold is not None and gs.hold.key == "gangplank:default/broken"
+
+
+def test_a_plan_keeps_the_member_the_cache_has_not_seen_yet() -> None:
+    members = gang_pods("t", 2, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(3), pods=members[:1])  # the watch lags behind t-1
+    gs = GangScheduler()
+    kept = gs.filter(cluster.snap(), pod_from_api(members[1]), names(cluster), 0.0).passed
+    cluster.add("pods", pod("unrelated"))  # any change makes the next call sync
+    again = gs.filter(cluster.snap(), pod_from_api(members[1]), names(cluster), 1.0).passed
+    assert again == kept and gs.reserved_pods() == 2
+
+
+def test_an_extra_member_that_does_not_fit_leaves_the_gangs_plan_standing() -> None:
+    members = gang_pods("t", 3, size=2, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(2), pods=members)
+    gs = GangScheduler()
+    kept = filter_all(gs, cluster, members)
+    assert sorted(len(nodes) for nodes in kept.values()) == [0, 1, 1]
+    assert gs.reserved_pods() == 2
+    extra = next(name for name, nodes in kept.items() if not nodes)
+    raw = next(m for m in members if m["metadata"]["name"] == extra)
+    result = gs.filter(cluster.snap(), pod_from_api(raw), names(cluster), 1.0)
+    assert "members are placed; no room for this extra pod" in result.unresolvable["n0"]
+    assert gs.reserved_pods() == 2, "the two members keep their reservation"
+
+
+def test_a_replacement_member_is_added_without_moving_the_admitted_ones() -> None:
+    members = gang_pods("t", 3, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(4), pods=members)
+    gs = GangScheduler()
+    kept = filter_all(gs, cluster, members[:2])
+    cluster.delete("pods", members[2])  # deleted before it was scheduled; the Job replaces it
+    replacement = gang_pods("t", 3, gpu=8)[2]
+    replacement["metadata"]["name"] = "t-2-again"
+    cluster.add("pods", replacement)
+    result = gs.filter(cluster.snap(), pod_from_api(replacement), names(cluster), 1.0)
+    assert len(result.passed) == 1 and result.passed[0] not in kept["t-0"] + kept["t-1"]
+    assert filter_all(gs, cluster, members[:2]) == kept, "admitted members keep their nodes"
+    assert members[2]["metadata"]["uid"] not in gs.plans["gangplank:default/t"].assignments, (
+        "the deleted member gave its place up"
+    )

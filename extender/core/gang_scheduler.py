@@ -52,6 +52,7 @@ class Plan:
     refs: dict[str, tuple[str, str]]  # uid -> (namespace, name)
     deadline: float
     last_member_created: float
+    seen: set[str] = field(default_factory=set)  # members the cache has shown (uids)
 
 
 @dataclass
@@ -106,8 +107,15 @@ class GangScheduler:
             members = {p.uid: p for p in snapshot.groups.get(key, ())}
             for uid in list(plan.assignments):
                 pod = members.get(uid)
-                if pod is None or not pod.active or pod.node_name is not None:
+                # A member the cache has not seen yet keeps its place (kube-scheduler asked about
+                # it first); one that is bound, finished, being deleted or gone gives it up.
+                if pod is None:
+                    if uid in plan.seen:
+                        del plan.assignments[uid]
+                elif not pod.active or pod.node_name is not None:
                     del plan.assignments[uid]
+                else:
+                    plan.seen.add(uid)
             if not plan.assignments:
                 del self.plans[key]
                 gang = resolve_gang(snapshot, key)
@@ -185,8 +193,7 @@ class GangScheduler:
             del self.plans[key]
             self._reindex()
         elif plan is not None:
-            del self.plans[key]  # a member the plan does not know: plan the gang again with it
-            self._reindex()
+            return self._add_to_plan(snapshot, gang, plan, pod, names, now)
         if len(gang.members) < gang.size:
             return self._reject(
                 gang,
@@ -227,17 +234,7 @@ class GangScheduler:
                     gang, pod, names, "no-room", f"gang {gang.name}: {attempt.reason}", now
                 )
             node = attempt.assignments.get(pod.uid)
-            if node is None:
-                return self._reject(
-                    gang,
-                    pod,
-                    names,
-                    "no-room",
-                    f"gang {gang.name}: its {gang.size} members are placed; no room for this "
-                    f"extra pod ({describe(pod.requests)})",
-                    now,
-                )
-            if node in offered:
+            if node is None or node in offered:
                 break
             avoid = {**avoid, pod.uid: {*avoid.get(pod.uid, ()), node}}
         else:
@@ -273,6 +270,53 @@ class GangScheduler:
         self.avoid.pop(gang.key, None)
         if self.hold is not None and self.hold.key == gang.key:
             self.hold = None
+        self._reindex()
+        if node is None:  # the gang is placed without this extra pod; the plan stands
+            return self._reject(
+                gang,
+                pod,
+                names,
+                "no-room",
+                f"gang {gang.name}: its {gang.size} members are placed; no room for this "
+                f"extra pod ({describe(pod.requests)})",
+                now,
+            )
+        return self._admit(gang, node, names)
+
+    def _add_to_plan(
+        self,
+        snapshot: Snapshot,
+        gang: Gang,
+        plan: Plan,
+        pod: PodInfo,
+        names: Sequence[str],
+        now: float,
+    ) -> FilterResult:
+        """A member the plan does not know (an extra pod, a replacement for a deleted one): place
+        it on what is left, without moving members already admitted to their nodes."""
+        offered = set(names)
+        attempt = plan_gang(
+            snapshot,
+            [pod],
+            1,
+            partial(self.free_for, gang_key=None, only=list(pod.requests)),
+            prefer=near_members(snapshot, gang.bound),
+            avoid={pod.uid: snapshot.nodes.keys() - offered},
+        )
+        node = attempt.assignments.get(pod.uid)
+        if node is None:
+            return self._reject(
+                gang,
+                pod,
+                names,
+                "no-room",
+                f"gang {gang.name}: its {gang.size} members are placed; no room for this "
+                f"extra pod ({describe(pod.requests)})",
+                now,
+            )
+        plan.assignments[pod.uid] = node
+        plan.requests[pod.uid] = pod.requests
+        plan.refs[pod.uid] = (pod.namespace, pod.name)
         self._reindex()
         return self._admit(gang, node, names)
 
