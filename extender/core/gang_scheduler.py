@@ -376,9 +376,7 @@ class GangScheduler:
         self._synced = (-1, float("-inf"))
         baseline = self.hold.baseline
         for name in usable:
-            node = snapshot.nodes[name]
-            free = self.free_for(node, gang.key)
-            baseline[name] = {r: free.get(r, 0) for r in needs}
+            baseline[name] = self.free_for(snapshot.nodes[name], gang.key, only=needs)
 
     # ---- pods of no gang ------------------------------------------
     def _filter_other(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> FilterResult:
@@ -386,8 +384,11 @@ class GangScheduler:
         if not self._reserved and self.hold is None:
             return result
         nodes = snapshot.nodes
+        watched = set(self._reserved)
+        if self.hold is not None:
+            watched |= self.hold.usable
         blocked: dict[str, str] = {}
-        for name in result.passed:
+        for name in watched.intersection(result.passed):
             node = nodes.get(name)
             if node is None:
                 continue
@@ -462,7 +463,11 @@ class GangScheduler:
                     snapshot,
                     gang.pending,
                     max(0, gang.size - len(gang.bound)),
-                    partial(self.free_for, gang_key=key),
+                    partial(
+                        self.free_for,
+                        gang_key=key,
+                        only={r for p in gang.pending for r in p.requests},
+                    ),
                 )
                 fits_now = attempt.ok
             ready = (
