@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.builders import fixture, node, pod
+from tests.certs import make_certs
 from tests.fakeapi import FakeApiServer
 from tests.kube_scheduler import (
     check_bind_answer,
@@ -139,69 +140,19 @@ def test_not_ready_until_the_first_full_list(tmp_path: Path) -> None:
             assert get(f"{served.base}/readyz")[0] == 200
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
 def test_mutual_tls_refuses_clients_without_a_certificate(tmp_path: Path) -> None:
-    ca_key, ca = tmp_path / "ca.key", tmp_path / "ca.crt"
-    _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        str(ca_key),
-        "-out",
-        str(ca),
-        "-days",
-        "1",
-        "-subj",
-        "/CN=test-ca",
-    )
-    for who in ("server", "client"):
-        _openssl(
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            str(tmp_path / f"{who}.key"),
-            "-out",
-            str(tmp_path / f"{who}.csr"),
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        )
-        _openssl(
-            "x509",
-            "-req",
-            "-in",
-            str(tmp_path / f"{who}.csr"),
-            "-CA",
-            str(ca),
-            "-CAkey",
-            str(ca_key),
-            "-CAcreateserial",
-            "-out",
-            str(tmp_path / f"{who}.crt"),
-            "-days",
-            "1",
-            "-copy_extensions",
-            "copy",
-        )
+    certs = make_certs(tmp_path)
+    ca = certs["ca"]
     cluster_file = Path(__file__).parent.parent / "extender" / "data" / "demo-cluster.yaml"
     context = ssl.create_default_context(cafile=str(ca))
-    context.load_cert_chain(str(tmp_path / "client.crt"), str(tmp_path / "client.key"))
+    context.load_cert_chain(str(certs["client_cert"]), str(certs["client_key"]))
     served = Served(
         "--cluster-file",
         str(cluster_file),
         "--tls-cert",
-        str(tmp_path / "server.crt"),
+        str(certs["server_cert"]),
         "--tls-key",
-        str(tmp_path / "server.key"),
+        str(certs["server_key"]),
         "--tls-client-ca",
         str(ca),
     )
