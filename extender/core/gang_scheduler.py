@@ -272,15 +272,7 @@ class GangScheduler:
             self.hold = None
         self._reindex()
         if node is None:  # the gang is placed without this extra pod; the plan stands
-            return self._reject(
-                gang,
-                pod,
-                names,
-                "no-room",
-                f"gang {gang.name}: its {gang.size} members are placed; no room for this "
-                f"extra pod ({describe(pod.requests)})",
-                now,
-            )
+            return self._reject_extra(gang, pod, names, now)
         return self._admit(gang, node, names)
 
     def _add_to_plan(
@@ -305,20 +297,21 @@ class GangScheduler:
         )
         node = attempt.assignments.get(pod.uid)
         if node is None:
-            return self._reject(
-                gang,
-                pod,
-                names,
-                "no-room",
-                f"gang {gang.name}: its {gang.size} members are placed; no room for this "
-                f"extra pod ({describe(pod.requests)})",
-                now,
-            )
+            return self._reject_extra(gang, pod, names, now)
         plan.assignments[pod.uid] = node
         plan.requests[pod.uid] = pod.requests
         plan.refs[pod.uid] = (pod.namespace, pod.name)
         self._reindex()
         return self._admit(gang, node, names)
+
+    def _reject_extra(
+        self, gang: Gang, pod: PodInfo, names: Sequence[str], now: float
+    ) -> FilterResult:
+        reason = (
+            f"gang {gang.name}: its {gang.size} members are placed; no room for this "
+            f"extra pod ({describe(pod.requests)})"
+        )
+        return self._reject(gang, pod, names, "no-room", reason, now)
 
     def _admit(self, gang: Gang, node: str, names: Sequence[str]) -> FilterResult:
         # The other nodes are dropped without an entry (kube-scheduler counts that as
