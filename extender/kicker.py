@@ -69,8 +69,7 @@ class LeaseLeadership:
                 self._name, self._namespace, _preload_content=False, _request_timeout=(2, 3)
             )
             holder = (orjson.loads(response.data).get("spec") or {}).get("holderIdentity") or ""
-            response.drain_conn()  # an unread body would poison the pooled connection
-            response.release_conn()
+            response.release_conn()  # `.data` read the whole body
         except ApiException as err:
             if err.status != 404:
                 log.warning(

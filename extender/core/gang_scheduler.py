@@ -49,7 +49,6 @@ class Plan:
     key: str
     assignments: dict[str, str]  # uid -> node, for members not bound yet
     requests: dict[str, Resources]
-    refs: dict[str, tuple[str, str]]  # uid -> (namespace, name)
     deadline: float
     last_member_created: float
     seen: set[str] = field(default_factory=set)  # members the cache has shown (uids)
@@ -60,7 +59,6 @@ class Waiting:
     key: str
     priority: int
     created: float
-    kind: str  # why it waits now: incomplete, no-room, invalid
     # members rejected and parked: uid -> (namespace, name, why then)
     rejected: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     kicked_at: float = float("-inf")
@@ -124,6 +122,7 @@ class GangScheduler:
             elif now > plan.deadline:
                 del self.plans[key]
                 self.outcomes.expired += 1
+        self.cooldown = {k: until for k, until in self.cooldown.items() if until > now}
         if self.hold is not None and (now > self.hold.deadline or self.hold.key in self.plans):
             if now > self.hold.deadline:
                 self.cooldown[self.hold.key] = now + self.config.hold_seconds
@@ -252,7 +251,6 @@ class GangScheduler:
             key=gang.key,
             assignments=dict(attempt.assignments),
             requests={uid: members[uid].requests for uid in attempt.assignments},
-            refs={uid: (members[uid].namespace, members[uid].name) for uid in attempt.assignments},
             deadline=now + (gang.timeout_seconds or self.config.reservation_seconds),
             last_member_created=max(p.created for p in gang.members),
         )
@@ -300,7 +298,6 @@ class GangScheduler:
             return self._reject_extra(gang, pod, names, now)
         plan.assignments[pod.uid] = node
         plan.requests[pod.uid] = pod.requests
-        plan.refs[pod.uid] = (pod.namespace, pod.name)
         self._reindex()
         return self._admit(gang, node, names)
 
@@ -324,8 +321,7 @@ class GangScheduler:
     ) -> FilterResult:
         waiting = self.waiting.get(gang.key)
         if waiting is None:
-            waiting = self.waiting[gang.key] = Waiting(gang.key, gang.priority, gang.created, kind)
-        waiting.kind = kind
+            waiting = self.waiting[gang.key] = Waiting(gang.key, gang.priority, gang.created)
         waiting.updated = now
         waiting.rejected[pod.uid] = (pod.namespace, pod.name, kind)
         if kind != "no-room":
