@@ -40,7 +40,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="base URL of the extender (default %(default)s)",
     )
 
+    policy = commands.add_parser(
+        "policy", help="check a policy file, or import Kueue/Volcano queues"
+    )
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True)
+    check = policy_commands.add_parser(
+        "check", help="validate a policy file offline (exit 0 valid, 2 invalid)"
+    )
+    check.add_argument("file")
+    convert = policy_commands.add_parser(
+        "import",
+        help="convert Kueue ClusterQueue/LocalQueue/Cohort and Volcano Queue manifests into a "
+        "policy (YAML on stdout; what could not be mapped on stderr)",
+    )
+    convert.add_argument("files", nargs="+", metavar="FILE", help="YAML manifests; - for stdin")
+
     args = parser.parse_args(argv)
+    if args.command == "policy":
+        from extender.policy_cli import check_policy, import_policy
+
+        if args.policy_command == "check":
+            return check_policy(args.file)
+        return import_policy(args.files)
     if args.command == "serve":
         try:
             settings = settings_from_args(args)

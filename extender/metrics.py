@@ -111,6 +111,68 @@ class Metrics:
             registry=r,
         )
 
+        self.admissions = Counter(
+            "gangplank_queue_admissions",
+            "Jobs (a gang whole, a pod alone) admitted by their queue's quota, by queue.",
+            ["queue"],
+            registry=r,
+        )
+        self.rejections = Counter(
+            "gangplank_queue_rejections",
+            "Filter calls refused by queue rules, by queue and reason (unknown-queue, closed, "
+            "draining, max, borrow); queue is empty when the named queue does not exist.",
+            ["queue", "reason"],
+            registry=r,
+        )
+        self.admission_wait = Histogram(
+            "gangplank_queue_admission_wait_seconds",
+            "Time from a job's creation to its admission, by queue.",
+            ["queue"],
+            buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400),
+            registry=r,
+        )
+        self.policy_reloads = Counter(
+            "gangplank_policy_reloads",
+            "Policy loads by outcome: loaded, or refused (invalid; the last good one stays).",
+            ["outcome"],
+            registry=r,
+        )
+        self.policy_valid = Gauge(
+            "gangplank_policy_last_load_ok",
+            "1 when the last policy load or reload succeeded, 0 when it was refused.",
+            registry=r,
+        )
+        self.policy_queues = Gauge(
+            "gangplank_policy_queues", "Queues in the policy in force.", registry=r
+        )
+        self.policy_loaded_at = Gauge(
+            "gangplank_policy_last_success_timestamp_seconds",
+            "When the policy in force was loaded (Unix time).",
+            registry=r,
+        )
+
+    def policy_loaded(self, policy: Any) -> None:
+        self.policy_valid.set(1)
+        self.policy_queues.set(len(policy.queues) if policy is not None else 0)
+        if policy is not None:
+            self.policy_reloads.labels("loaded").inc()
+            self.policy_loaded_at.set(time.time())
+
+    def policy_refused(self, message: str) -> None:
+        self.policy_valid.set(0)
+        self.policy_reloads.labels("refused").inc()
+
+    def record_queue_outcomes(self, outcomes: Any) -> None:
+        for queue, count in outcomes.admitted.items():
+            self.admissions.labels(queue).inc(count)
+        for (queue, rule), count in outcomes.refused.items():
+            self.rejections.labels(queue, rule).inc(count)
+        for queue, seconds in outcomes.waits:
+            self.admission_wait.labels(queue).observe(seconds)
+
+    def watch_queues(self, figures: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        self.registry.register(_QueueCollector(figures))
+
     def record_gang_outcomes(self, outcomes: Any) -> None:
         self.plans.inc(outcomes.planned)
         self.expired.inc(outcomes.expired)
@@ -163,6 +225,44 @@ class _GangCollector(Collector):
         )
         held.add_metric([], reserved)
         return [gangs, held]
+
+
+_QUEUE_GAUGES = {
+    "guarantee": "Guarantee of a queue (a parent without its own: its children's sum).",
+    "max": "Ceiling of a queue, where the policy sets one.",
+    "usage": "Requests of a queue's running pods plus its gang reservations (subtree).",
+    "borrowed": "What a queue uses beyond its guarantee.",
+    "lent": "The part of a queue's unused guarantee its siblings are borrowing.",
+    "pending_requests": "Requests of the jobs waiting in a queue (open queues).",
+}
+
+
+class _QueueCollector(Collector):
+    def __init__(self, figures: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        self._figures = figures
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        gauges = {
+            key: GaugeMetricFamily(f"gangplank_queue_{key}", text, labels=["queue", "resource"])
+            for key, text in _QUEUE_GAUGES.items()
+        }
+        pending = GaugeMetricFamily(
+            "gangplank_queue_pending_jobs", "Jobs waiting in a queue (subtree).", labels=["queue"]
+        )
+        share = GaugeMetricFamily(
+            "gangplank_queue_share",
+            "Dominant-resource share of a queue against its weight (fair order: lowest first).",
+            labels=["queue"],
+        )
+        for figure in self._figures():
+            queue = figure["queue"]
+            pending.add_metric([queue], figure["pending_jobs"])
+            share.add_metric([queue], figure["share"])
+            for key, values in figure["by_resource"].items():
+                for resource, amount in values.items():
+                    value = amount / 1000 if resource == "cpu" else float(amount)
+                    gauges[key].add_metric([queue, resource], value)
+        return [*gauges.values(), pending, share]
 
 
 class _CacheCollector(Collector):

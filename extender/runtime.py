@@ -18,7 +18,10 @@ from extender.cache.handlers import POD_GROUP_KINDS, handlers_for
 from extender.cache.reflector import Reflector
 from extender.cache.static import load_cluster_file
 from extender.cache.store import ClusterStore
+from extender.core.coordinator import Coordinator
 from extender.core.gang_scheduler import GangConfig, GangScheduler
+from extender.core.policy import Policy
+from extender.core.queue_report import queue_numbers, queue_report
 from extender.kicker import (
     AlwaysLeader,
     ApiPatcher,
@@ -30,6 +33,7 @@ from extender.kicker import (
     default_identity,
 )
 from extender.metrics import Metrics
+from extender.policy_file import PolicyWatcher, load_policy
 from extender.settings import Settings
 
 log = logging.getLogger("gangplank")
@@ -49,14 +53,24 @@ class Runtime:
         leadership: Leadership | None = None,
         clock: Callable[[], float] = time.time,
         kick_interval: float = 0.5,
+        policy: Policy | None = None,
+        policy_path: str | None = None,
+        scheduler_names: frozenset[str] = frozenset({"gangplank"}),
     ) -> None:
         self.store = store
         self.binder = binder
         self.metrics = metrics
         self.reflectors = list(reflectors)
         self.gangs = gangs or GangScheduler()
-        # One lock for the gang state: a plan is made and read whole.
+        self.scheduler = Coordinator(self.gangs, policy, scheduler_names)
+        # One lock for the decision state: a plan is made and read whole.
         self.lock = threading.Lock()
+        self.policy_watcher = (
+            PolicyWatcher(policy_path, self.set_policy, self.policy_refused)
+            if policy_path
+            else None
+        )
+        metrics.policy_loaded(policy)
         self.clock = clock
         self._preloaded = preloaded
         self._threads: list[threading.Thread] = []
@@ -69,10 +83,30 @@ class Runtime:
         )
         metrics.watch_cache(store.counts, self._contacts)
         metrics.watch_gangs(self.gang_counts)
+        metrics.watch_queues(self.queue_metrics)
+
+    def set_policy(self, policy: Policy | None) -> None:
+        with self.lock:
+            self.scheduler.set_policy(policy)
+        self.metrics.policy_loaded(policy)
+
+    def policy_refused(self, message: str) -> None:
+        self.metrics.policy_refused(message)
+
+    def queue_figures(self) -> Any:
+        """The queue book as of now (None without a policy), for metrics and /queues."""
+        with self.lock:
+            if self.scheduler.policy is None:
+                return None
+            return queue_report(self.scheduler, self.store.snapshot(), self.clock())
+
+    def queue_metrics(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return queue_numbers(self.scheduler, self.store.snapshot())
 
     def kick_candidates(self) -> list[tuple[str, str]]:
         with self.lock:
-            refs = self.gangs.kick_candidates(self.store.snapshot(), self.clock())
+            refs = self.scheduler.kick_candidates(self.store.snapshot(), self.clock())
         self.publish()
         return refs
 
@@ -84,7 +118,9 @@ class Runtime:
         """Move what the gang scheduler counted into the metrics."""
         with self.lock:
             outcomes = self.gangs.take_outcomes()
+            queue_outcomes = self.scheduler.take_queue_outcomes()
         self.metrics.record_gang_outcomes(outcomes)
+        self.metrics.record_queue_outcomes(queue_outcomes)
 
     def _contacts(self) -> list[tuple[str, float, bool]]:
         return [(r.kind, r.last_contact, r.synced.is_set()) for r in self.reflectors]
@@ -97,9 +133,13 @@ class Runtime:
             thread.start()
             self._threads.append(thread)
         self.kicker.start()
+        if self.policy_watcher is not None:
+            self.policy_watcher.start()
 
     def stop(self, timeout: float = 2.0) -> None:
         self.kicker.stop()
+        if self.policy_watcher is not None:
+            self.policy_watcher.stop()
         for reflector in self.reflectors:
             reflector.stop()
         deadline = time.monotonic() + timeout
@@ -173,6 +213,11 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
             reservation_seconds=settings.reservation_seconds, hold_seconds=settings.hold_seconds
         )
     )
+    queues: dict[str, Any] = {
+        "policy": load_policy(settings.policy) if settings.policy else None,
+        "policy_path": settings.policy,
+        "scheduler_names": settings.scheduler_name_set,
+    }
     if settings.cluster_file:
         counts = load_cluster_file(Path(settings.cluster_file), store)
         log.info(
@@ -180,7 +225,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
             settings.cluster_file,
             ", ".join(f"{n} {k}" for k, n in counts.items()),
         )
-        return Runtime(store, StoreBinder(), metrics, preloaded=True, gangs=gangs)
+        return Runtime(store, StoreBinder(), metrics, preloaded=True, gangs=gangs, **queues)
     from kubernetes import client
 
     watch_client, bind_client = api_clients(settings)
@@ -201,4 +246,5 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         gangs=gangs,
         patcher=ApiPatcher(client.CoreV1Api(bind_client)),
         leadership=leadership,
+        **queues,
     )

@@ -37,12 +37,13 @@ class GangplankServer(BaseApplication):  # type: ignore[misc]
         from kubernetes.config.config_exception import ConfigException
 
         from extender.cache.static import ClusterFileError
+        from extender.core.policy import PolicyError
         from extender.web.app import create_app_from_settings
 
         configure_logging(self.settings.log_level)
         try:
             return create_app_from_settings(self.settings)
-        except (ClusterFileError, ConfigException) as err:
+        except (ClusterFileError, ConfigException, PolicyError) as err:
             # Exit code 3 tells the gunicorn arbiter the worker cannot boot: it stops, with this
             # line as the reason instead of a traceback.
             logging.getLogger("gangplank").error("cannot start: %s", err)

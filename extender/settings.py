@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from extender.core.policy import PolicyError
+from extender.policy_file import load_policy
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -38,6 +39,7 @@ class Settings:
     identity: str | None = None
     reservation_seconds: float = 60.0
     hold_seconds: float = 120.0
+    scheduler_names: str = "gangplank"
 
     def validate(self) -> Settings:
         if not self.url_prefix.startswith("/") or (
@@ -75,20 +77,22 @@ class Settings:
             raise SettingsError(f"--leader-lease {self.leader_lease!r} must be NAMESPACE/NAME")
         if self.reservation_seconds <= 0 or self.hold_seconds < 0:
             raise SettingsError("--reservation-seconds must be > 0 and --hold-seconds >= 0")
+        if not self.scheduler_name_set:
+            raise SettingsError("--scheduler-names must name at least one scheduler profile")
         if ":" not in self.bind and not self.bind.startswith("unix:"):
             raise SettingsError(f"bind address {self.bind!r} must be HOST:PORT or unix:PATH")
         return self
 
+    @property
+    def scheduler_name_set(self) -> frozenset[str]:
+        return frozenset(n.strip() for n in self.scheduler_names.split(",") if n.strip())
+
 
 def _check_policy(path: str) -> None:
     try:
-        loaded = yaml.safe_load(Path(path).read_text())
-    except OSError as err:
-        raise SettingsError(f"--policy {path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise SettingsError(f"--policy {path} is not valid YAML: {err}") from None
-    if loaded is not None and not isinstance(loaded, Mapping):
-        raise SettingsError(f"--policy {path} must hold a YAML mapping")
+        load_policy(path)
+    except PolicyError as err:
+        raise SettingsError(f"--policy {err}") from None
 
 
 def _env_bool(value: str | None) -> bool:
@@ -108,7 +112,9 @@ FLAGS: dict[str, str] = {
     "tls_key": "private key of --tls-cert",
     "tls_client_ca": "require client certificates signed by this CA (mutual TLS)",
     "log_level": "log level",
-    "policy": "policy YAML file",
+    "policy": "policy YAML file (queues and quotas); reloaded when it changes",
+    "scheduler_names": "comma-separated schedulerNames of the profiles that call gangplank: their "
+    "pending pods are the work waiting in queues",
     "threads": "request threads of the single worker",
     "max_body_bytes": "largest request body accepted",
     "leader_lease": "NAMESPACE/NAME of the scheduler's leader-election Lease; gangplank acts on "

@@ -17,6 +17,7 @@ from typing import TypeVar
 from extender.core.gang import group_key
 from extender.core.model import JobInfo, NodeInfo, PodGroupInfo, PodInfo, Snapshot
 from extender.core.resources import total
+from extender.core.workload import queue_key
 
 # How long a pod gangplank bound counts on its node before the watch confirms it.
 ASSUME_TTL_SECONDS = 30.0
@@ -53,6 +54,15 @@ class ClusterStore:
         self._dirty_groups: set[str] = set()
         self._pod_groups: dict[str, PodGroupInfo] = {}
         self._jobs: dict[str, JobInfo] = {}
+        # Quota indexes by `queue_key`: usage of pods holding resources, pods waiting for a node.
+        self._usage: dict[tuple[str, str], dict[str, int]] = {}
+        self._usage_infos: dict[tuple[str, str], dict[str, int]] = {}
+        self._pending: dict[tuple[str, str], dict[str, PodInfo]] = {}
+        self._pending_infos: dict[tuple[str, str], tuple[PodInfo, ...]] = {}
+        self._dirty_queues: set[tuple[str, str]] = set()
+        # Totals over schedulable nodes, kept as node infos are rebuilt.
+        self._capacity: dict[str, int] = {}
+        self._allocated: dict[str, int] = {}
         self._generation = 0
         self._snapshot: Snapshot | None = None
 
@@ -65,16 +75,17 @@ class ClusterStore:
     def delete_node(self, name: str) -> None:
         with self._lock:
             self._nodes.pop(name, None)
-            self._node_infos.pop(name, None)
+            self._count_node(self._node_infos.pop(name, None), -1)
             self._dirty.discard(name)
-            self._generation += 1
+            self._bump()
 
     def replace_nodes(self, nodes: Iterable[NodeInfo]) -> None:
         with self._lock:
             self._nodes = {node.name: node for node in nodes}
             self._node_infos = {}
+            self._capacity, self._allocated = {}, {}
             self._dirty = set(self._nodes)
-            self._generation += 1
+            self._bump()
 
     # ---- pods ------------------------------------------
     def upsert_pod(self, pod: PodInfo) -> None:
@@ -92,9 +103,12 @@ class ClusterStore:
         with self._lock:
             old_nodes = set(self._pods_by_node)
             self._dirty_groups |= set(self._groups)
+            self._dirty_queues |= set(self._usage) | set(self._pending)
             self._pods = {}
             self._pods_by_node = {}
             self._groups = {}
+            self._usage = {}
+            self._pending = {}
             for pod in pods:
                 self._put_pod(pod, count=False)
             listed = set(self._pods)
@@ -184,8 +198,23 @@ class ClusterStore:
             for name in self._dirty:
                 node = self._nodes.get(name)
                 if node is not None:
-                    self._node_infos[name] = self._materialize(node)
+                    info = self._materialize(node)
+                    self._count_node(self._node_infos.get(name), -1)
+                    self._count_node(info, 1)
+                    self._node_infos[name] = info
             self._dirty.clear()
+            for qkey in self._dirty_queues:
+                used = self._usage.get(qkey)
+                if used:
+                    self._usage_infos[qkey] = dict(used)
+                else:
+                    self._usage_infos.pop(qkey, None)
+                waiting = self._pending.get(qkey)
+                if waiting:
+                    self._pending_infos[qkey] = tuple(waiting.values())
+                else:
+                    self._pending_infos.pop(qkey, None)
+            self._dirty_queues.clear()
             for key in self._dirty_groups:
                 members = self._groups.get(key)
                 if members:
@@ -201,6 +230,10 @@ class ClusterStore:
                 groups=dict(self._group_infos),
                 pod_groups=self._pod_groups,
                 jobs=self._jobs,
+                queue_usage=dict(self._usage_infos),
+                queue_pending=dict(self._pending_infos),
+                capacity=dict(self._capacity),
+                allocated=dict(self._allocated),
             )
             return self._snapshot
 
@@ -237,12 +270,43 @@ class ClusterStore:
             return pod
         return replace(pod, node_name=node)
 
+    def _count_node(self, info: NodeInfo | None, sign: int) -> None:
+        if info is None or info.unschedulable:
+            return
+        for totals, amounts in (
+            (self._capacity, info.allocatable),
+            (self._allocated, info.requested),
+        ):
+            for name, amount in amounts.items():
+                totals[name] = totals.get(name, 0) + sign * amount
+
+    def _index_queue(self, key: str, pod: PodInfo, sign: int) -> None:
+        qkey = queue_key(pod)
+        if pod.holds_resources:
+            used = self._usage.setdefault(qkey, {})
+            for name, amount in pod.requests.items():
+                used[name] = used.get(name, 0) + sign * amount
+            if sign < 0 and not any(used.values()):
+                del self._usage[qkey]
+        elif pod.node_name is None and pod.active:
+            if sign > 0:
+                self._pending.setdefault(qkey, {})[key] = pod
+            else:
+                waiting = self._pending.get(qkey, {})
+                waiting.pop(key, None)
+                if not waiting:
+                    self._pending.pop(qkey, None)
+        else:
+            return
+        self._dirty_queues.add(qkey)
+
     def _put_pod(self, pod: PodInfo, *, count: bool = True) -> None:
         key = pod_key(pod)
         pod = self._effective(key, pod)
         if count:
             self._drop_pod(key)
         self._pods[key] = pod
+        self._index_queue(key, pod, 1)
         gang = group_key(pod)
         if gang is not None:
             self._groups.setdefault(gang, {})[key] = pod
@@ -259,6 +323,8 @@ class ClusterStore:
         old = self._pods.pop(key, None)
         if old is None:
             return
+        self._index_queue(key, old, -1)
+        self._bump()
         gang = group_key(old)
         if gang is not None:
             members = self._groups.get(gang)

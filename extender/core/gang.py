@@ -41,6 +41,17 @@ def group_key(pod: PodInfo) -> str | None:
     return None
 
 
+def job_key(pod: PodInfo) -> str:
+    """A pod's job, the unit of admission: its gang, or the pod alone (`pod:ns/name`)."""
+    return group_key(pod) or f"pod:{pod.namespace}/{pod.name}"
+
+
+def job_name(key: str) -> str:
+    """`gang ns/name` or `pod ns/name`, as people read it."""
+    source, name = key.split(":", 1)
+    return f"{'pod' if source == 'pod' else 'gang'} {name}"
+
+
 @dataclass(frozen=True, slots=True)
 class Gang:
     key: str

@@ -25,7 +25,7 @@ from functools import partial
 
 from extender.core.bind import BindDecision, BindRequest
 from extender.core.filter import FilterResult, decide_filter
-from extender.core.gang import Gang, group_key, resolve_gang
+from extender.core.gang import Gang, group_key, job_name, resolve_gang
 from extender.core.hold import Hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.placement import fits, why_not_placeable
@@ -90,6 +90,8 @@ class GangScheduler:
         self.cooldown: dict[str, float] = {}
         self.avoid: dict[str, dict[str, set[str]]] = {}  # gang -> uid -> nodes refused to it
         self.outcomes = Outcomes()
+        # The first gang in line takes the hold itself; with queues, the coordinator gives it.
+        self.auto_hold = True
         self._reserved: dict[str, dict[str, dict[str, int]]] = {}  # node -> gang -> resources
         self._planned_parked: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name)
         self._synced: tuple[int, float] = (-1, float("-inf"))  # generation, next deadline
@@ -177,7 +179,7 @@ class GangScheduler:
         self.sync(snapshot, now)
         key = group_key(pod)
         if key is None:
-            return self._filter_other(snapshot, pod, names)
+            return self._filter_other(snapshot, pod, names, f"pod:{pod.key}")
         gang = resolve_gang(snapshot, key, asking=pod)
         if gang.problem:
             return self._reject(gang, pod, names, "invalid", gang.problem, now)
@@ -228,7 +230,8 @@ class GangScheduler:
             )
             if not attempt.ok:
                 self.outcomes.failures["no-room"] += 1
-                self._maybe_hold(snapshot, gang, now)
+                if self.auto_hold:
+                    self._maybe_hold(snapshot, gang, now)
                 return self._reject(
                     gang, pod, names, "no-room", f"gang {gang.name}: {attempt.reason}", now
                 )
@@ -351,24 +354,48 @@ class GangScheduler:
                 return
         if current is not None and current.key == gang.key:
             return
-        sample = gang.pending[0] if gang.pending else None
+        self._start_hold(snapshot, gang.key, gang.pending, now)
+
+    def _start_hold(
+        self, snapshot: Snapshot, key: str, pending: Sequence[PodInfo], now: float
+    ) -> None:
+        sample = pending[0] if pending else None
         if sample is None:
             return
         usable = frozenset(
             n.name for n in snapshot.nodes.values() if not why_not_placeable(sample, n)
         )
         needs: dict[str, int] = {}
-        for p in gang.pending:
+        for p in pending:
             for name, amount in p.requests.items():
                 needs[name] = needs.get(name, 0) + amount
-        self.hold = Hold(gang.key, now + self.config.hold_seconds, needs, usable, {})
+        # Measured while the previous hold (if any) still stands: what it kept counts as freed
+        # for the new holder, so a hold that moves does not hand its capacity to everyone.
+        baseline = {name: self.free_for(snapshot.nodes[name], key, only=needs) for name in usable}
+        self.hold = Hold(key, now + self.config.hold_seconds, needs, usable, baseline)
         self._synced = (-1, float("-inf"))
-        baseline = self.hold.baseline
-        for name in usable:
-            baseline[name] = self.free_for(snapshot.nodes[name], gang.key, only=needs)
+
+    def take_hold(
+        self, snapshot: Snapshot, key: str, pending: Sequence[PodInfo], now: float
+    ) -> bool:
+        """Give the hold to job `key` (chosen by the caller: the head of the fair line), unless it
+        holds it already or its last hold lapsed less than `hold_seconds` ago."""
+        if self.hold is not None and self.hold.key == key:
+            return True
+        if self.cooldown.get(key, 0.0) > now or key in self.plans:
+            return False
+        self._start_hold(snapshot, key, pending, now)
+        return True
+
+    def release_hold(self) -> None:
+        if self.hold is not None:
+            self.hold = None
+            self._synced = (-1, float("-inf"))
 
     # ---- pods of no gang ------------------------------------------
-    def _filter_other(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> FilterResult:
+    def _filter_other(
+        self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], key: str
+    ) -> FilterResult:
         result = decide_filter(snapshot, pod, names)
         if not self._reserved and self.hold is None:
             return result
@@ -382,15 +409,13 @@ class GangScheduler:
             if node is None:
                 continue
             holders = list(self._reserved.get(name, {}))
-            if self.hold is not None and name in self.hold.usable:
+            if self.hold is not None and name in self.hold.usable and self.hold.key != key:
                 holders.append(self.hold.key)
             if not holders:
                 continue
-            if not fits(pod.requests, self.free_for(node, None)):
-                gangs = ", ".join(sorted({h.split(":", 1)[1] for h in holders}))
-                blocked[name] = (
-                    f"pod {pod.key}: capacity on node {name} is reserved for gang {gangs}"
-                )
+            if not fits(pod.requests, self.free_for(node, key)):
+                jobs = ", ".join(sorted({job_name(h) for h in holders}))
+                blocked[name] = f"pod {pod.key}: capacity on node {name} is reserved for {jobs}"
         if not blocked:
             return result
         result.passed = [n for n in result.passed if n not in blocked]
@@ -476,6 +501,21 @@ class GangScheduler:
             for uid in chosen:
                 del waiting.rejected[uid]
             waiting.kicked_at = now
+        return out
+
+    def planned_node(self, pod: PodInfo) -> str | None:
+        key = group_key(pod)
+        plan = self.plans.get(key) if key else None
+        return plan.assignments.get(pod.uid) if plan is not None else None
+
+    def reservations(self) -> dict[str, dict[str, int]]:
+        """Requests of planned members not bound yet, by gang."""
+        out: dict[str, dict[str, int]] = {}
+        for key, plan in self.plans.items():
+            amounts = out[key] = {}
+            for uid in plan.assignments:
+                for name, amount in plan.requests[uid].items():
+                    amounts[name] = amounts.get(name, 0) + amount
         return out
 
     def take_outcomes(self) -> Outcomes:

@@ -157,3 +157,10 @@ class Snapshot:
     groups: Mapping[str, tuple[PodInfo, ...]] = field(default_factory=dict)
     pod_groups: Mapping[str, PodGroupInfo] = field(default_factory=dict)  # "source:ns/name"
     jobs: Mapping[str, JobInfo] = field(default_factory=dict)  # "ns/name"
+    # For quota, by (queue label value or "", namespace) — see `workload.queue_key`:
+    # requests of pods that hold resources, and the pods still waiting for a node.
+    queue_usage: Mapping[tuple[str, str], Resources] = field(default_factory=dict)
+    queue_pending: Mapping[tuple[str, str], tuple[PodInfo, ...]] = field(default_factory=dict)
+    # Totals over schedulable (not cordoned) nodes.
+    capacity: Resources = field(default_factory=dict)
+    allocated: Resources = field(default_factory=dict)

@@ -25,6 +25,21 @@ GANG_ANNOTATIONS = (
 )
 
 
+def queue_label(pod: PodInfo) -> tuple[str, str]:
+    """(label key, queue name) of the first queue label the pod carries, or ("", "")."""
+    labels = pod.labels
+    for key in QUEUE_LABELS:
+        value = labels.get(key)
+        if value:
+            return key, value
+    return "", ""
+
+
+def queue_key(pod: PodInfo) -> tuple[str, str]:
+    """How the cache groups pods for quota: (queue label value or "", namespace)."""
+    return queue_label(pod)[1], pod.namespace
+
+
 def is_managed(pod: PodInfo) -> bool:
     """Whether gangplank must account for this pod (it names a queue or a gang)."""
     labels = pod.labels

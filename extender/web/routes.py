@@ -54,7 +54,7 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
         pod = wire.parse_pod(body)
         nodes = wire.parse_nodes(body)
         with runtime.lock:
-            result = runtime.gangs.filter(
+            result = runtime.scheduler.filter(
                 runtime.store.snapshot(), pod, nodes.names, runtime.clock()
             )
         return json_response(wire.filter_answer(nodes, result))
@@ -63,7 +63,7 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
         pod = wire.parse_pod(body)
         nodes = wire.parse_nodes(body)
         with runtime.lock:
-            scores = runtime.gangs.scores(runtime.store.snapshot(), pod, nodes.names)
+            scores = runtime.scheduler.scores(runtime.store.snapshot(), pod, nodes.names)
         return json_response(wire.prioritize_answer(nodes.names, scores))
 
     def preempt(body: dict[str, Any]) -> Response:
@@ -75,7 +75,7 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
     def bind(body: dict[str, Any]) -> Response:
         bind_request = wire.parse_bind(body)
         with runtime.lock:
-            decision = runtime.gangs.check_bind(bind_request)
+            decision = runtime.scheduler.check_bind(bind_request)
         if not decision.allowed:
             metrics.binds.labels("refused").inc()
             return json_response({"Error": decision.reason})
@@ -89,7 +89,7 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
             bind_request.namespace, bind_request.name, bind_request.uid, bind_request.node
         )
         with runtime.lock:
-            runtime.gangs.bound(bind_request)
+            runtime.scheduler.bound(bind_request)
         metrics.binds.labels("bound").inc()
         return json_response({"Error": ""})
 
@@ -109,6 +109,15 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
     def readyz() -> Response:
         ready, reason = runtime.ready()
         return json_response({"ready": ready, "reason": reason}, 200 if ready else 503)
+
+    @bp.get("/queues")
+    def queues() -> Response:
+        report = runtime.queue_figures()
+        if report is None:
+            return json_response(
+                {"policy": None, "queues": [], "reason": "no policy: gangplank runs without queues"}
+            )
+        return json_response(report)
 
     @bp.get("/metrics")
     def metrics() -> Response:

@@ -1,0 +1,252 @@
+"""The coordinator: joins the small decisions for each call, and owns none of their rules.
+
+filter: the pod's queue (`policy`) → admission of its job by queue state and quota
+(`admission`) → placement of the job, a gang whole (`gang_scheduler`). Without a policy it is the
+gang scheduler alone, as before queues existed.
+
+With a policy the hold (capacity kept from others so the first job in line is not starved) goes
+to the head of the fair line (`fair_order`) instead of the first gang that failed to fit, and jobs
+refused by quota are nudged when they would now be admitted (a pod finished, the policy changed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from extender.core.admission import ADMITTED, Verdict, check_quota, check_state
+from extender.core.bind import BindDecision, BindRequest
+from extender.core.fair_order import fair_order
+from extender.core.filter import FilterResult
+from extender.core.gang import job_key, job_name, resolve_gang
+from extender.core.gang_scheduler import GangScheduler
+from extender.core.model import PodInfo, Snapshot
+from extender.core.policy import Policy
+from extender.core.prioritize import NodeScores
+from extender.core.queues import QueueBook, WaitingJob
+from extender.core.resources import total
+from extender.core.workload import queue_label
+
+FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is forgotten after this
+HEAD_TRIES = 64  # jobs looked at for the head of the line (the first few are refused by quota)
+
+
+@dataclass
+class QueueOutcomes:
+    """Counted since the adapter last looked (for metrics); drained by `take_queue_outcomes`."""
+
+    admitted: Counter[str] = field(default_factory=Counter)  # by queue
+    refused: Counter[tuple[str, str]] = field(default_factory=Counter)  # by (queue, rule)
+    waits: list[tuple[str, float]] = field(default_factory=list)  # (queue, seconds) on admission
+
+
+@dataclass
+class Refused:
+    queue: str
+    rule: str
+    since: float
+    pods: dict[str, tuple[str, str]] = field(default_factory=dict)  # uid -> (namespace, name)
+    kicked_at: float = float("-inf")
+
+
+class Coordinator:
+    def __init__(
+        self,
+        gangs: GangScheduler | None = None,
+        policy: Policy | None = None,
+        scheduler_names: Collection[str] = ("gangplank",),
+    ) -> None:
+        self.gangs = gangs or GangScheduler()
+        self.scheduler_names = frozenset(scheduler_names)
+        self.policy: Policy | None = None
+        self.book: QueueBook | None = None
+        self.refused: dict[str, Refused] = {}
+        self.reasons: dict[str, tuple[str, float]] = {}  # job -> (last reason, when)
+        self.admitted: dict[str, float] = {}  # job -> when (an admission counts once)
+        self.outcomes = QueueOutcomes()
+        self._policy_changed = False
+        self.set_policy(policy)
+
+    # ---- policy ------------------------------------------
+    def set_policy(self, policy: Policy | None) -> None:
+        """Use `policy` from now on (None: no queues). Refused jobs are looked at again."""
+        self.policy = policy
+        self.book = QueueBook(policy, self.scheduler_names) if policy is not None else None
+        self.gangs.auto_hold = policy is None
+        self._policy_changed = True
+
+    def book_for(self, snapshot: Snapshot) -> QueueBook:
+        return self._book(snapshot)
+
+    def _book(self, snapshot: Snapshot) -> QueueBook:
+        assert self.book is not None
+        self.book.refresh(snapshot, self.gangs.reservations(), self.gangs.plans.keys())
+        return self.book
+
+    # ---- filter ------------------------------------------
+    def filter(
+        self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], now: float
+    ) -> FilterResult:
+        policy = self.policy
+        if policy is None:
+            return self.gangs.filter(snapshot, pod, names, now)
+        label_key, label = queue_label(pod)
+        queue, problem = policy.resolve(label, pod.namespace, label_key)
+        key = job_key(pod)
+        if problem:
+            return self._refuse(
+                key, pod, names, "", "unknown-queue", f"pod {pod.key}: {problem}", now
+            )
+        if queue is None or self.gangs.planned_node(pod) is not None:
+            return self._place(snapshot, key, pod, names, now)
+        if not policy.is_leaf(queue):
+            kids = ", ".join(policy.children.get(queue, ()))
+            reason = (
+                f"pod {pod.key}: queue {queue} has child queues ({kids}) and holds no work "
+                "itself; name one of them"
+            )
+            return self._refuse(key, pod, names, queue, "unknown-queue", reason, now)
+        verdict = self._admit(snapshot, key, pod, queue)
+        if verdict is None:  # an invalid or incomplete gang: the gang scheduler says why
+            return self._place(snapshot, key, pod, names, now)
+        if not verdict.ok:
+            return self._refuse(key, pod, names, queue, verdict.rule, verdict.reason, now)
+        self.refused.pop(key, None)
+        result = self._place(snapshot, key, pod, names, now)
+        if result.passed and key not in self.admitted:
+            self.admitted[key] = now
+            self.outcomes.admitted[queue] += 1
+            created = min((p.created for p in self._job_pods(snapshot, key, pod)), default=now)
+            self.outcomes.waits.append((queue, max(0.0, now - created)))
+        return result
+
+    def _admit(self, snapshot: Snapshot, key: str, pod: PodInfo, queue: str) -> Verdict | None:
+        """The quota verdict on the pod's job, whole; None for a gang that is invalid or not
+        complete (no quota question yet)."""
+        assert self.policy is not None
+        request: dict[str, int] = dict(pod.requests)
+        running = False
+        if not key.startswith("pod:"):
+            gang = resolve_gang(snapshot, key, asking=pod)
+            if gang.problem or len(gang.members) < gang.size:
+                return None
+            request = total(p.requests for p in gang.pending)
+            running = bool(gang.bound)
+        # A partly bound gang is running work: it is completed even in a closed queue.
+        verdict = ADMITTED if running else check_state(self.policy, queue)
+        if verdict.ok:
+            verdict = check_quota(self._book(snapshot), queue, request, job_name(key))
+        return verdict
+
+    def _job_pods(self, snapshot: Snapshot, key: str, pod: PodInfo) -> Sequence[PodInfo]:
+        return (pod,) if key.startswith("pod:") else snapshot.groups.get(key, (pod,))
+
+    def _place(
+        self, snapshot: Snapshot, key: str, pod: PodInfo, names: Sequence[str], now: float
+    ) -> FilterResult:
+        result = self.gangs.filter(snapshot, pod, names, now)
+        if not result.passed and self.policy is not None:
+            reason = next(iter({**result.unresolvable, **result.failed}.values()), "")
+            if reason:
+                self.reasons[key] = (reason, now)
+        return result
+
+    def _refuse(
+        self,
+        key: str,
+        pod: PodInfo,
+        names: Sequence[str],
+        queue: str,
+        rule: str,
+        reason: str,
+        now: float,
+    ) -> FilterResult:
+        entry = self.refused.get(key)
+        if entry is None or entry.rule != rule:
+            entry = self.refused[key] = Refused(queue, rule, now)
+        entry.pods[pod.uid] = (pod.namespace, pod.name)
+        self.reasons[key] = (reason, now)
+        self.outcomes.refused[(queue, rule)] += 1
+        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
+
+    # ---- the other verbs ------------------------------------------
+    def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
+        return self.gangs.scores(snapshot, pod, names)
+
+    def check_bind(self, request: BindRequest) -> BindDecision:
+        return self.gangs.check_bind(request)
+
+    def bound(self, request: BindRequest) -> None:
+        self.gangs.bound(request)
+
+    # ---- the line, holds and nudges ------------------------------------------
+    def admissible(self, book: QueueBook) -> Iterator[WaitingJob]:
+        """Waiting jobs in fair order that their queue's quota admits now."""
+        assert self.policy is not None
+        tries = 0
+        for job in fair_order(book):
+            if tries >= HEAD_TRIES:
+                return
+            tries += 1
+            if job.key in self.gangs.plans:
+                continue
+            if check_quota(book, job.queue, job.requests, job.name).ok:
+                yield job
+
+    def kick_candidates(self, snapshot: Snapshot, now: float) -> list[tuple[str, str]]:
+        """Parked pods kube-scheduler should retry now: gang members whose gang can go ahead, and
+        jobs refused by quota that their queue would admit now."""
+        refs = self.gangs.kick_candidates(snapshot, now)
+        if self.policy is None:
+            return refs
+        book = self._book(snapshot)
+        self._manage_hold(snapshot, book, now)
+        changed, self._policy_changed = self._policy_changed, False
+        interval = self.gangs.config.kick_interval_seconds
+        for key, entry in list(self.refused.items()):
+            job = book.waiting_keys.get(key)
+            if job is None:
+                if changed and entry.rule == "unknown-queue":
+                    refs += entry.pods.values()  # the new policy may know the queue
+                    del self.refused[key]
+                elif now - entry.since > FORGET_SECONDS:
+                    del self.refused[key]
+                continue
+            if now - entry.kicked_at < interval and not changed:
+                continue
+            entry.kicked_at = now
+            verdict = check_state(self.policy, job.queue)
+            if verdict.ok:
+                verdict = check_quota(book, job.queue, job.requests, job.name)
+            if verdict.ok:
+                waiting = {p.uid for p in job.pods}
+                refs += [ref for uid, ref in entry.pods.items() if uid in waiting]
+                del self.refused[key]
+        for store in (self.reasons, self.admitted):
+            for key in [k for k, v in store.items() if _when(v) < now - FORGET_SECONDS]:
+                del store[key]
+        return refs
+
+    def _manage_hold(self, snapshot: Snapshot, book: QueueBook, now: float) -> None:
+        """The hold goes to the first job of the fair line that its quota admits."""
+        for job in self.admissible(book):
+            pending = sorted(job.pods, key=lambda p: (p.created, p.name))
+            if self.gangs.take_hold(snapshot, job.key, pending, now):
+                return
+        hold = self.gangs.hold
+        if hold is not None and hold.key not in book.waiting_keys:
+            self.gangs.release_hold()
+
+    def take_queue_outcomes(self) -> QueueOutcomes:
+        outcomes, self.outcomes = self.outcomes, QueueOutcomes()
+        return outcomes
+
+    def reason_of(self, key: str) -> str:
+        found = self.reasons.get(key)
+        return found[0] if found else ""
+
+
+def _when(value: Any) -> float:
+    return float(value[1] if isinstance(value, tuple) else value)

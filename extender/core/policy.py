@@ -1,0 +1,316 @@
+"""The policy: queues in a tree, each with a guarantee, a ceiling, a weight, a state, namespaces.
+
+`parse_policy` turns the loaded YAML (any mapping) into a `Policy` or raises `PolicyError` with one
+message naming the file, the queue and the field. The checks are the ones a person gets wrong:
+unknown keys, malformed or negative quantities, an unknown parent, a cycle, children guaranteed
+more than their parent, a max below the guarantee, a name or namespace used twice.
+
+Which queue a pod is in: its queue label (any source in DESIGN.md's table), looked up among queue
+names and aliases (`ns/name` first, for Kueue LocalQueues), or else its namespace's queue (an exact
+namespace entry before a pattern; the longest pattern first).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from extender.core.quantity import QuantityError, format_amount, parse_quantity
+
+API_VERSION = "gangplank.io/v1alpha1"
+KIND = "Policy"
+STATES = ("open", "closed", "draining")
+TOP_KEYS = {"apiVersion", "kind", "queues"}
+QUEUE_KEYS = {
+    "name",
+    "parent",
+    "weight",
+    "guarantee",
+    "max",
+    "state",
+    "namespaces",
+    "aliases",
+    "description",
+}
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_RESOURCE = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+_NAMESPACE_PATTERN = re.compile(r"^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$")
+_ALIAS = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be used; the message names file, queue and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    name: str
+    parent: str | None = None
+    weight: float = 1.0
+    guarantee: Mapping[str, int] = field(default_factory=dict)
+    max: Mapping[str, int] = field(default_factory=dict)
+    state: str = "open"
+    namespaces: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Policy:
+    queues: Mapping[str, QueueSpec]  # in the order written
+    source: str = "policy"
+
+    @cached_property
+    def children(self) -> Mapping[str | None, tuple[str, ...]]:
+        """Children of each queue; `None` holds the top-level queues."""
+        out: dict[str | None, list[str]] = {}
+        for spec in self.queues.values():
+            out.setdefault(spec.parent, []).append(spec.name)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def resources(self) -> frozenset[str]:
+        """Resources some queue names: the ones quota governs. Others are not counted."""
+        return frozenset(r for q in self.queues.values() for r in (*q.guarantee, *q.max))
+
+    @cached_property
+    def _aliases(self) -> Mapping[str, str]:
+        return {alias: q.name for q in self.queues.values() for alias in q.aliases}
+
+    @cached_property
+    def _namespace_rules(self) -> tuple[dict[str, str], list[tuple[str, str]]]:
+        exact: dict[str, str] = {}
+        patterns: list[tuple[str, str]] = []
+        for q in self.queues.values():
+            for entry in q.namespaces:
+                if any(c in entry for c in "*?"):
+                    patterns.append((entry, q.name))
+                else:
+                    exact[entry] = q.name
+        patterns.sort(key=lambda item: (-len(item[0].replace("*", "")), item[0]))
+        return exact, patterns
+
+    @cached_property
+    def _by_namespace(self) -> dict[str, str | None]:
+        return {}
+
+    def is_leaf(self, name: str) -> bool:
+        return name not in self.children
+
+    def path(self, name: str) -> tuple[str, ...]:
+        """The queue and its ancestors, the queue first."""
+        out = [name]
+        parent = self.queues[name].parent
+        while parent is not None:
+            out.append(parent)
+            parent = self.queues[parent].parent
+        return tuple(out)
+
+    def namespace_queue(self, namespace: str) -> str | None:
+        cache = self._by_namespace
+        if namespace in cache:
+            return cache[namespace]
+        exact, patterns = self._namespace_rules
+        found = exact.get(namespace)
+        if found is None:
+            found = next((q for p, q in patterns if fnmatch.fnmatchcase(namespace, p)), None)
+        cache[namespace] = found
+        return found
+
+    def resolve(self, label: str, namespace: str, label_key: str = "") -> tuple[str | None, str]:
+        """(queue, problem) for a pod with queue label value `label` ("" when none) in
+        `namespace`. No label and no namespace queue: (None, "") — not a queued pod."""
+        if not label:
+            return self.namespace_queue(namespace), ""
+        if label in self.queues:
+            return label, ""
+        found = self._aliases.get(f"{namespace}/{label}") or self._aliases.get(label)
+        if found is not None:
+            return found, ""
+        where = f" (pod label {label_key})" if label_key else ""
+        return None, f"queue {label!r} does not exist{where}"
+
+
+def describe_amounts(amounts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n}: {format_amount(n, a)}" for n, a in sorted(amounts.items())) or "-"
+
+
+# ---- parsing and validation ------------------------------------------
+
+
+def _fail(source: str, where: str, problem: str) -> PolicyError:
+    return PolicyError(f"{source}: {where}: {problem}")
+
+
+def _quantities(raw: Any, source: str, where: str) -> dict[str, int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail(source, where, f"must be a map of resource name to quantity, not {raw!r}")
+    out: dict[str, int] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str) or not _RESOURCE.match(name):
+            raise _fail(source, where, f"{name!r} is not a resource name")
+        try:
+            out[name] = parse_quantity(value, milli=(name == "cpu"))
+        except QuantityError as err:
+            raise _fail(source, f"{where}.{name}", str(err)) from None
+    return out
+
+
+def _names(
+    raw: Any, source: str, where: str, pattern: re.Pattern[str], what: str
+) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str) or not isinstance(raw, list):
+        raise _fail(source, where, f"must be a list of {what}s, not {raw!r}")
+    for item in raw:
+        if not isinstance(item, str) or not pattern.match(item):
+            raise _fail(source, where, f"{item!r} is not a {what}")
+    return tuple(raw)
+
+
+def _queue(raw: Any, index: int, source: str) -> QueueSpec:
+    if not isinstance(raw, Mapping):
+        raise _fail(source, f"queues[{index}]", "must be a map with at least a name")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _DNS_LABEL.match(name):
+        raise _fail(source, f"queues[{index}].name", f"{name!r} is not a DNS label (a-z, 0-9, '-')")
+    where = f"queue {name}"
+    unknown = sorted(str(k) for k in raw if k not in QUEUE_KEYS)
+    if unknown:
+        raise _fail(
+            source, where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(QUEUE_KEYS))})"
+        )
+    parent = raw.get("parent")
+    if parent is not None and not isinstance(parent, str):
+        raise _fail(source, f"{where}: parent", f"must be a queue name, not {parent!r}")
+    weight = raw.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 1e6:
+        raise _fail(source, f"{where}: weight", f"{weight!r} must be a number above 0")
+    state = raw.get("state", "open")
+    if state not in STATES:
+        raise _fail(source, f"{where}: state", f"{state!r} is not one of {', '.join(STATES)}")
+    guarantee = _quantities(raw.get("guarantee"), source, f"{where}: guarantee")
+    ceiling = _quantities(raw.get("max"), source, f"{where}: max")
+    for resource, amount in ceiling.items():
+        if amount < guarantee.get(resource, 0):
+            raise _fail(
+                source,
+                f"{where}: max.{resource}",
+                f"{format_amount(resource, amount)} is below its guarantee of "
+                f"{format_amount(resource, guarantee[resource])}",
+            )
+    return QueueSpec(
+        name=name,
+        parent=parent or None,
+        weight=float(weight),
+        guarantee=guarantee,
+        max=ceiling,
+        state=state,
+        namespaces=_names(
+            raw.get("namespaces"), source, f"{where}: namespaces", _NAMESPACE_PATTERN, "namespace"
+        ),
+        aliases=_names(raw.get("aliases"), source, f"{where}: aliases", _ALIAS, "queue alias"),
+    )
+
+
+def parse_policy(data: Any, source: str = "policy") -> Policy:
+    """A validated Policy from loaded YAML; raises PolicyError naming file, queue and field."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise _fail(source, "top level", "must be a map (apiVersion, kind, queues)")
+    unknown = sorted(str(k) for k in data if k not in TOP_KEYS)
+    if unknown:
+        raise _fail(
+            source,
+            "top level",
+            f"unknown field {unknown[0]!r} (known: {', '.join(sorted(TOP_KEYS))})",
+        )
+    if data.get("apiVersion", API_VERSION) != API_VERSION:
+        raise _fail(source, "apiVersion", f"{data.get('apiVersion')!r} is not {API_VERSION}")
+    if data.get("kind", KIND) != KIND:
+        raise _fail(source, "kind", f"{data.get('kind')!r} is not {KIND}")
+    raw_queues = data.get("queues") or []
+    if not isinstance(raw_queues, list):
+        raise _fail(source, "queues", "must be a list of queues")
+    queues: dict[str, QueueSpec] = {}
+    for i, raw in enumerate(raw_queues):
+        spec = _queue(raw, i, source)
+        if spec.name in queues:
+            raise _fail(source, f"queue {spec.name}", "name used twice")
+        queues[spec.name] = spec
+    _check_tree(queues, source)
+    _check_claims(queues, source)
+    return Policy(queues, source)
+
+
+def _check_tree(queues: Mapping[str, QueueSpec], source: str) -> None:
+    for spec in queues.values():
+        if spec.parent is not None and spec.parent not in queues:
+            raise _fail(source, f"queue {spec.name}: parent", f"no queue is named {spec.parent!r}")
+    for spec in queues.values():
+        seen = [spec.name]
+        parent = spec.parent
+        while parent is not None:
+            if parent in seen:
+                cycle = " -> ".join([*seen, parent])
+                raise _fail(source, f"queue {spec.name}: parent", f"queues form a cycle ({cycle})")
+            seen.append(parent)
+            parent = queues[parent].parent
+    children: dict[str, list[QueueSpec]] = {}
+    for spec in queues.values():
+        if spec.parent is not None:
+            children.setdefault(spec.parent, []).append(spec)
+    for parent_name, kids in children.items():
+        parent_spec = queues[parent_name]
+        if parent_spec.namespaces:
+            raise _fail(
+                source,
+                f"queue {parent_name}: namespaces",
+                "a queue with child queues holds no work of its own; give its namespaces to a "
+                f"child ({', '.join(k.name for k in kids)})",
+            )
+        for resource, amount in parent_spec.guarantee.items():
+            summed = sum(k.guarantee.get(resource, 0) for k in kids)
+            if summed > amount:
+                raise _fail(
+                    source,
+                    f"queue {parent_name}: guarantee.{resource}",
+                    f"{format_amount(resource, amount)} is less than its children guarantee "
+                    f"together ({format_amount(resource, summed)}: "
+                    + ", ".join(
+                        f"{k.name} {format_amount(resource, k.guarantee.get(resource, 0))}"
+                        for k in kids
+                    )
+                    + ")",
+                )
+
+
+def _check_claims(queues: Mapping[str, QueueSpec], source: str) -> None:
+    claimed: dict[str, str] = {}
+    for spec in queues.values():
+        for entry in spec.namespaces:
+            if entry in claimed and claimed[entry] != spec.name:
+                raise _fail(
+                    source,
+                    f"queue {spec.name}: namespaces",
+                    f"{entry!r} is already claimed by queue {claimed[entry]}",
+                )
+            claimed[entry] = spec.name
+    named: dict[str, str] = {}
+    for spec in queues.values():
+        for alias in spec.aliases:
+            if alias in queues or (alias in named and named[alias] != spec.name):
+                other = alias if alias in queues else named[alias]
+                raise _fail(
+                    source, f"queue {spec.name}: aliases", f"{alias!r} already names queue {other}"
+                )
+            named[alias] = spec.name

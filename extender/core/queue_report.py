@@ -1,0 +1,133 @@
+"""What `GET /queues` and the queue metrics show: every queue's guarantee, max, use, borrowing
+and lending, and each waiting job with its place in the fair line and why it waits.
+
+`lent` is the part of a queue's unused guarantee that its siblings are borrowing: what the
+siblings use beyond their own guarantees, shared among the siblings with unused guarantee in
+proportion to it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+from extender.core.coordinator import Coordinator
+from extender.core.fair_order import fair_order
+from extender.core.gang import job_name
+from extender.core.model import Snapshot
+from extender.core.quantity import format_amount
+from extender.core.queues import QueueBook
+
+LINE_LIMIT = 1000  # places in the fair line worked out for the report
+NOT_TRIED = (
+    "waiting for kube-scheduler to try it (its own filters found no node with room, or it has "
+    "not come to it yet)"
+)
+
+
+def amounts(values: Mapping[str, int]) -> dict[str, str]:
+    return {k: format_amount(k, v) for k, v in sorted(values.items()) if v}
+
+
+def lent(book: QueueBook) -> dict[str, dict[str, int]]:
+    policy = book.policy
+    out: dict[str, dict[str, int]] = {name: {} for name in policy.queues}
+    for kids in policy.children.values():
+        borrowed: dict[str, int] = {}
+        unused: dict[str, int] = {}
+        for kid in kids:
+            for k, v in book.borrowed(kid).items():
+                borrowed[k] = borrowed.get(k, 0) + v
+            for k, v in book.unused_guarantee(kid).items():
+                unused[k] = unused.get(k, 0) + v
+        for kid in kids:
+            for k, v in book.unused_guarantee(kid).items():
+                if borrowed.get(k):
+                    out[kid][k] = int(v * min(1.0, borrowed[k] / unused[k]))
+    return out
+
+
+def queue_report(coordinator: Coordinator, snapshot: Snapshot, now: float) -> dict[str, Any]:
+    policy = coordinator.policy
+    if policy is None:
+        return {"policy": None, "queues": []}
+    book = coordinator.book_for(snapshot)
+    line = {
+        job.key: place
+        for place, job in enumerate(itertools.islice(fair_order(book), LINE_LIMIT), start=1)
+    }
+    lending = lent(book)
+    queues = []
+    for name, spec in policy.queues.items():
+        state = book.state[name]
+        waiting = []
+        for place, job in enumerate(book.waiting(name)[:LINE_LIMIT], start=1):
+            waiting.append(
+                {
+                    "job": job.name,
+                    "pods": len(job.pods),
+                    "priority": job.priority,
+                    "requests": amounts(job.requests),
+                    "waitingSeconds": round(max(0.0, now - job.created), 1),
+                    "queuePosition": place,
+                    "position": line.get(job.key),
+                    "reason": coordinator.reason_of(job.key) or NOT_TRIED,
+                }
+            )
+        queues.append(
+            {
+                "name": name,
+                "parent": spec.parent,
+                "state": spec.state,
+                "weight": spec.weight,
+                "namespaces": list(spec.namespaces),
+                "guarantee": amounts(book.guarantee[name]),
+                "max": amounts(spec.max),
+                "used": amounts(state.used),
+                "reserved": amounts(state.reserved),
+                "borrowed": amounts(book.borrowed(name)),
+                "lent": amounts(lending[name]),
+                "protected": amounts(state.protected),
+                "share": round(book.share(name), 4),
+                "pending": {"jobs": state.waiting_jobs, "requests": amounts(state.demand)},
+                "waiting": waiting,
+            }
+        )
+    hold = coordinator.gangs.hold
+    return {
+        "policy": policy.source,
+        "capacity": amounts({k: v for k, v in book.capacity.items() if k in book.governed}),
+        "idle": amounts(book.idle),
+        "holding": None
+        if hold is None
+        else {"job": job_name(hold.key), "seconds": round(max(0.0, hold.deadline - now), 1)},
+        "queues": queues,
+    }
+
+
+def queue_numbers(coordinator: Coordinator, snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Per queue, in base units, for the metrics."""
+    if coordinator.policy is None:
+        return []
+    book = coordinator.book_for(snapshot)
+    lending = lent(book)
+    out = []
+    for name, spec in coordinator.policy.queues.items():
+        state = book.state[name]
+        out.append(
+            {
+                "queue": name,
+                "share": book.share(name),
+                "pending_jobs": state.waiting_jobs,
+                "by_resource": {
+                    "guarantee": book.guarantee[name],
+                    "max": spec.max,
+                    "usage": state.used,
+                    "borrowed": book.borrowed(name),
+                    "lent": lending[name],
+                    "pending_requests": state.demand,
+                },
+            }
+        )
+    return out
