@@ -79,6 +79,7 @@ def gang_pods(
     *,
     gpu: int = 1,
     namespace: str = "default",
+    labels: dict[str, str] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """`count` members of gangplank gang `gang` of size `size` (default: count)."""
@@ -87,7 +88,7 @@ def gang_pods(
             f"{gang}-{i}",
             namespace=namespace,
             gpu=gpu,
-            labels={"gangplank.io/gang": gang},
+            labels={"gangplank.io/gang": gang, **(labels or {})},
             annotations={"gangplank.io/gang-size": str(size or count)},
             **kwargs,
         )
@@ -146,3 +147,38 @@ def pod_info(**kwargs: Any) -> PodInfo:
 
 def node_info(name: str, **kwargs: Any) -> NodeInfo:
     return node_from_api(node(name, **kwargs))
+
+
+def queue(
+    name: str,
+    *,
+    parent: str | None = None,
+    guarantee: dict[str, Any] | None = None,
+    max: dict[str, Any] | None = None,
+    weight: float | None = None,
+    state: str | None = None,
+    namespaces: list[str] | None = None,
+    aliases: list[str] | None = None,
+) -> dict[str, Any]:
+    """One queue entry of a policy, as a person writes it in YAML."""
+    out: dict[str, Any] = {"name": name}
+    for key, value in (
+        ("parent", parent),
+        ("guarantee", guarantee),
+        ("max", max),
+        ("weight", weight),
+        ("state", state),
+        ("namespaces", namespaces),
+        ("aliases", aliases),
+    ):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def policy_doc(*queues: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "gangplank.io/v1alpha1", "kind": "Policy", "queues": list(queues)}
+
+
+def gpus(n: int) -> dict[str, Any]:
+    return {"nvidia.com/gpu": n}

@@ -48,7 +48,6 @@ class Refused:
     rule: str
     since: float
     pods: dict[str, tuple[str, str]] = field(default_factory=dict)  # uid -> (namespace, name)
-    kicked_at: float = float("-inf")
 
 
 class Coordinator:
@@ -65,6 +64,7 @@ class Coordinator:
         self.refused: dict[str, Refused] = {}
         self.reasons: dict[str, tuple[str, float]] = {}  # job -> (last reason, when)
         self.admitted: dict[str, float] = {}  # job -> when (an admission counts once)
+        self.nudged: dict[str, float] = {}  # job -> when its refused pods were last nudged
         self.outcomes = QueueOutcomes()
         self._policy_changed = False
         self.set_policy(policy)
@@ -214,9 +214,8 @@ class Coordinator:
                 elif now - entry.since > FORGET_SECONDS:
                     del self.refused[key]
                 continue
-            if now - entry.kicked_at < interval and not changed:
+            if now - self.nudged.get(key, float("-inf")) < interval:
                 continue
-            entry.kicked_at = now
             verdict = check_state(self.policy, job.queue)
             if verdict.ok:
                 verdict = check_quota(book, job.queue, job.requests, job.name)
@@ -224,7 +223,8 @@ class Coordinator:
                 waiting = {p.uid for p in job.pods}
                 refs += [ref for uid, ref in entry.pods.items() if uid in waiting]
                 del self.refused[key]
-        for store in (self.reasons, self.admitted):
+                self.nudged[key] = now
+        for store in (self.reasons, self.admitted, self.nudged):
             for key in [k for k, v in store.items() if _when(v) < now - FORGET_SECONDS]:
                 del store[key]
         return refs

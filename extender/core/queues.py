@@ -23,6 +23,8 @@ from extender.core.resources import Resources
 from extender.core.workload import queue_key
 
 QKey = tuple[str, str]
+# Always counted (usage, fair shares), whether or not the policy names them.
+TRACKED = frozenset({"nvidia.com/gpu", "cpu", "memory"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,8 @@ def _add(into: dict[str, int], amounts: Mapping[str, int], sign: int = 1) -> Non
 
 @dataclass
 class QueueState:
-    """Derived per queue, rolled up: a parent counts its subtree."""
+    """Derived per queue, rolled up: a parent counts its subtree. Amounts of the resources the
+    policy names, and of GPUs, cpu and memory (for fair shares) in any case."""
 
     used: dict[str, int] = field(default_factory=dict)
     reserved: dict[str, int] = field(default_factory=dict)  # gang plans not bound yet
@@ -59,7 +62,7 @@ class QueueBook:
     def __init__(self, policy: Policy, scheduler_names: Collection[str] = ("gangplank",)) -> None:
         self.policy = policy
         self.scheduler_names = frozenset(scheduler_names)
-        self.governed = policy.resources
+        self.governed = policy.resources | TRACKED
         self.guarantee = _guarantees(policy)
         self._qmap: dict[QKey, str | None] = {}
         self._seen_usage: dict[QKey, Resources] = {}
