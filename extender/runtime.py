@@ -62,6 +62,8 @@ class Runtime:
         self.metrics = metrics
         self.reflectors = list(reflectors)
         self.gangs = gangs or GangScheduler()
+        if policy is None and policy_path:
+            policy = load_policy(policy_path)
         self.scheduler = Coordinator(self.gangs, policy, scheduler_names)
         # One lock for the decision state: a plan is made and read whole.
         self.lock = threading.Lock()

@@ -27,6 +27,7 @@ from extender.binder import ApiBinder
 from extender.cache.store import ClusterStore
 from extender.convert import pod_requests, resource_list
 from extender.core.gang_scheduler import GangConfig, GangScheduler
+from extender.core.policy import Policy
 from extender.kicker import AlwaysLeader, ApiPatcher
 from extender.metrics import Metrics
 from extender.runtime import Runtime, build_reflectors
@@ -42,7 +43,14 @@ class _QuietHandler(WSGIRequestHandler):
 class Extender:
     """gangplank over HTTP on loopback, fed by `api`."""
 
-    def __init__(self, api: FakeApiServer, config: GangConfig | None = None) -> None:
+    def __init__(
+        self,
+        api: FakeApiServer,
+        config: GangConfig | None = None,
+        *,
+        policy: Policy | None = None,
+        policy_path: str | None = None,
+    ) -> None:
         api_client = client.ApiClient(client.Configuration(host=api.url))
         bind_client = client.ApiClient(client.Configuration(host=api.url))
         self.store = ClusterStore()
@@ -56,6 +64,8 @@ class Extender:
             patcher=ApiPatcher(client.CoreV1Api(bind_client)),
             leadership=AlwaysLeader(),
             kick_interval=0.1,
+            policy=policy,
+            policy_path=policy_path,
         )
         self.server = make_server(
             "127.0.0.1", 0, create_app(self.runtime), threaded=True, request_handler=_QuietHandler
@@ -87,6 +97,14 @@ class Extender:
             )
             response = connection.getresponse()
             return response.status, json.loads(response.read())
+        finally:
+            connection.close()
+
+    def get(self, path: str) -> Any:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            connection.request("GET", path)
+            return json.loads(connection.getresponse().read())
         finally:
             connection.close()
 

@@ -117,14 +117,19 @@ class ClusterStore:
             self._generation += 1
             self._snapshot = None
 
-    def assume_bound(self, namespace: str, name: str, uid: str, node: str) -> None:
-        """Count a pod gangplank just bound on its node before the watch reports it."""
+    def assume_bound(
+        self, namespace: str, name: str, uid: str, node: str, pod: PodInfo | None = None
+    ) -> None:
+        """Count a pod gangplank just bound on its node before the watch reports it. `pod` is the
+        pod as it was filtered: if the watch has not delivered it yet, it is counted from that."""
         with self._lock:
             key = uid or f"{namespace}/{name}"
             self._assumed[key] = (node, self._clock() + ASSUME_TTL_SECONDS)
-            pod = self._pods.get(key)
-            if pod is not None and pod.node_name is None:
-                self._put_pod(pod)
+            known = self._pods.get(key)
+            if known is None and pod is not None and pod_key(pod) == key:
+                known = pod
+            if known is not None and known.node_name is None:
+                self._put_pod(known)
 
     # ---- PodGroups and Jobs ------------------------------------------
     def upsert_pod_group(self, group: PodGroupInfo) -> None:

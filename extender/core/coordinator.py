@@ -12,7 +12,7 @@ refused by quota are nudged when they would now be admitted (a pod finished, the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from extender.core.queues import QueueBook, WaitingJob
 from extender.core.resources import total
 from extender.core.workload import queue_label
 
+IN_FLIGHT_SECONDS = 30.0  # an admitted pod counts against its queue this long before it binds
 FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is forgotten after this
 HEAD_TRIES = 64  # jobs looked at for the head of the line (the first few are refused by quota)
 
@@ -65,6 +66,13 @@ class Coordinator:
         self.reasons: dict[str, tuple[str, float]] = {}  # job -> (last reason, when)
         self.admitted: dict[str, float] = {}  # job -> when (an admission counts once)
         self.nudged: dict[str, float] = {}  # job -> when its refused pods were last nudged
+        # Admitted, not bound yet: single pods between filter and bind (uid -> queue, pod, until),
+        # and the queue of each gang plan. Both count against their queue.
+        self.in_flight: dict[str, tuple[str, PodInfo, float]] = {}
+        self.plan_queues: dict[str, str] = {}
+        # Admitted pods by uid, so that a bind can hand the pod to the cache before the watch
+        # delivers it (kube-scheduler is often faster than the watch).
+        self.admitted_pods: dict[str, tuple[PodInfo, float]] = {}
         self.outcomes = QueueOutcomes()
         self._policy_changed = False
         self.set_policy(policy)
@@ -82,7 +90,16 @@ class Coordinator:
 
     def _book(self, snapshot: Snapshot) -> QueueBook:
         assert self.book is not None
-        self.book.refresh(snapshot, self.gangs.reservations(), self.gangs.plans.keys())
+        reserved: dict[str, dict[str, int]] = {}
+        for gang, amounts in self.gangs.reservations().items():
+            queue = self.plan_queues.get(gang)
+            if queue is not None:
+                _add(reserved.setdefault(queue, {}), amounts)
+        busy = set(self.gangs.plans)
+        for queue, pod, _ in self.in_flight.values():
+            _add(reserved.setdefault(queue, {}), pod.requests)
+            busy.add(job_key(pod))
+        self.book.refresh(snapshot, reserved, busy)
         return self.book
 
     # ---- filter ------------------------------------------
@@ -95,12 +112,18 @@ class Coordinator:
         label_key, label = queue_label(pod)
         queue, problem = policy.resolve(label, pod.namespace, label_key)
         key = job_key(pod)
+        self.in_flight.pop(pod.uid, None)  # asked again: its last admission did not bind
         if problem:
             return self._refuse(
                 key, pod, names, "", "unknown-queue", f"pod {pod.key}: {problem}", now
             )
-        if queue is None or self.gangs.planned_node(pod) is not None:
+        if queue is None:
             return self._place(snapshot, key, pod, names, now)
+        if self.gangs.planned_node(pod) is not None:
+            result = self._place(snapshot, key, pod, names, now)
+            if result.passed:
+                self.admitted_pods[pod.uid] = (pod, now)
+            return result
         if not policy.is_leaf(queue):
             kids = ", ".join(policy.children.get(queue, ()))
             reason = (
@@ -115,6 +138,8 @@ class Coordinator:
             return self._refuse(key, pod, names, queue, verdict.rule, verdict.reason, now)
         self.refused.pop(key, None)
         result = self._place(snapshot, key, pod, names, now)
+        if result.passed:
+            self._admitted(key, pod, queue, now)
         if result.passed and key not in self.admitted:
             self.admitted[key] = now
             self.outcomes.admitted[queue] += 1
@@ -139,6 +164,13 @@ class Coordinator:
         if verdict.ok:
             verdict = check_quota(self._book(snapshot), queue, request, job_name(key))
         return verdict
+
+    def _admitted(self, key: str, pod: PodInfo, queue: str, now: float) -> None:
+        self.admitted_pods[pod.uid] = (pod, now)
+        if key.startswith("pod:"):
+            self.in_flight[pod.uid] = (queue, pod, now + IN_FLIGHT_SECONDS)
+        elif key in self.gangs.plans:
+            self.plan_queues[key] = queue
 
     def _job_pods(self, snapshot: Snapshot, key: str, pod: PodInfo) -> Sequence[PodInfo]:
         return (pod,) if key.startswith("pod:") else snapshot.groups.get(key, (pod,))
@@ -178,8 +210,13 @@ class Coordinator:
     def check_bind(self, request: BindRequest) -> BindDecision:
         return self.gangs.check_bind(request)
 
-    def bound(self, request: BindRequest) -> None:
+    def bound(self, request: BindRequest) -> PodInfo | None:
+        """A pod was bound; returns it as admitted (for the cache to count it before the watch
+        delivers it), or None when gangplank did not admit it."""
         self.gangs.bound(request)
+        self.in_flight.pop(request.uid, None)
+        found = self.admitted_pods.pop(request.uid, None)
+        return found[0] if found is not None else None
 
     # ---- the line, holds and nudges ------------------------------------------
     def admissible(self, book: QueueBook) -> Iterator[WaitingJob]:
@@ -224,9 +261,13 @@ class Coordinator:
                 refs += [ref for uid, ref in entry.pods.items() if uid in waiting]
                 del self.refused[key]
                 self.nudged[key] = now
-        for store in (self.reasons, self.admitted, self.nudged):
+        for store in (self.reasons, self.admitted, self.nudged, self.admitted_pods):
             for key in [k for k, v in store.items() if _when(v) < now - FORGET_SECONDS]:
                 del store[key]
+        for uid in [u for u, (_, _, until) in self.in_flight.items() if until < now]:
+            del self.in_flight[uid]
+        for gang in [g for g in self.plan_queues if g not in self.gangs.plans]:
+            del self.plan_queues[gang]
         return refs
 
     def _manage_hold(self, snapshot: Snapshot, book: QueueBook, now: float) -> None:
@@ -246,6 +287,11 @@ class Coordinator:
     def reason_of(self, key: str) -> str:
         found = self.reasons.get(key)
         return found[0] if found else ""
+
+
+def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        into[name] = into.get(name, 0) + amount
 
 
 def _when(value: Any) -> float:

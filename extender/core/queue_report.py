@@ -97,7 +97,7 @@ def queue_report(coordinator: Coordinator, snapshot: Snapshot, now: float) -> di
     hold = coordinator.gangs.hold
     return {
         "policy": policy.source,
-        "capacity": amounts({k: v for k, v in book.capacity.items() if k in book.governed}),
+        "capacity": amounts({k: v for k, v in book.capacity.items() if k in book.tracked}),
         "idle": amounts(book.idle),
         "holding": None
         if hold is None

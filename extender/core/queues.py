@@ -1,7 +1,8 @@
 """Quota accounting: what each queue uses, what waits in it, and what its guarantee protects.
 
-`QueueBook` reads a snapshot and the gang reservations and keeps, per queue and rolled up the
-tree: `used` (requests of bound pods plus reservations, governed resources only), the waiting
+`QueueBook` reads a snapshot and what is admitted but not bound yet (gang reservations, pods in
+flight between filter and bind), and keeps, per queue and rolled up the tree: `used` (requests of
+bound pods plus what is admitted, of the tracked resources), the waiting
 jobs (pending pods of gangplank's schedulers, grouped into jobs: a gang whole, a pod alone) and
 `protected` — the part of a queue's guarantee that its waiting work needs and does not have yet,
 which no other queue may borrow.
@@ -20,7 +21,6 @@ from extender.core.gang import job_key, job_name
 from extender.core.model import PodInfo, Snapshot
 from extender.core.policy import Policy
 from extender.core.resources import Resources
-from extender.core.workload import queue_key
 
 QKey = tuple[str, str]
 # Always counted (usage, fair shares), whether or not the policy names them.
@@ -62,7 +62,8 @@ class QueueBook:
     def __init__(self, policy: Policy, scheduler_names: Collection[str] = ("gangplank",)) -> None:
         self.policy = policy
         self.scheduler_names = frozenset(scheduler_names)
-        self.governed = policy.resources | TRACKED
+        self.governed = policy.resources  # quota applies to these: some queue names them
+        self.tracked = policy.resources | TRACKED  # counted for use and fair shares
         self.guarantee = _guarantees(policy)
         self._qmap: dict[QKey, str | None] = {}
         self._seen_usage: dict[QKey, Resources] = {}
@@ -96,8 +97,8 @@ class QueueBook:
         reservations: Mapping[str, Resources],
         planned: Collection[str] = (),
     ) -> None:
-        """Bring the book up to `snapshot`; `reservations` are the gang plans' unbound requests
-        by gang key, `planned` the jobs holding a plan (not waiting any more)."""
+        """Bring the book up to `snapshot`; `reservations` are the requests admitted but not bound
+        yet, by queue; `planned` the jobs they belong to (not waiting any more)."""
         planned = frozenset(planned)
         same_plans = reservations == self._reservations and planned == self._planned
         if snapshot is self._snapshot and same_plans:
@@ -113,9 +114,9 @@ class QueueBook:
             if queue is not None:
                 own = self._own_used[queue]
                 if old:
-                    _add(own, {k: v for k, v in old.items() if k in self.governed}, -1)
+                    _add(own, {k: v for k, v in old.items() if k in self.tracked}, -1)
                 if new:
-                    _add(own, {k: v for k, v in new.items() if k in self.governed})
+                    _add(own, {k: v for k, v in new.items() if k in self.tracked})
         self._seen_usage = dict(usage)
         pending = snapshot.queue_pending
         for qkey in self._seen_pending.keys() | pending.keys():
@@ -161,7 +162,7 @@ class QueueBook:
         return jobs
 
     def _derive(self, snapshot: Snapshot) -> None:
-        policy, governed = self.policy, self.governed
+        policy, tracked = self.policy, self.tracked
         for queue in self._dirty_waiting:
             jobs = [
                 j
@@ -173,14 +174,11 @@ class QueueBook:
             self._waiting[queue] = jobs
         self._dirty_waiting.clear()
         self.waiting_keys = {j.key: j for jobs in self._waiting.values() for j in jobs}
-        reserved_by_queue: dict[str, dict[str, int]] = {}
-        for gang, amounts in self._reservations.items():
-            owner = self._gang_queue(snapshot, gang)
-            if owner is not None:
-                _add(
-                    reserved_by_queue.setdefault(owner, {}),
-                    {k: v for k, v in amounts.items() if k in governed},
-                )
+        reserved_by_queue = {
+            q: {k: v for k, v in amounts.items() if k in tracked}
+            for q, amounts in self._reservations.items()
+            if q in policy.queues
+        }
         state: dict[str, QueueState] = {}
         # Children before parents: walk the tree bottom-up.
         for name in _bottom_up(policy):
@@ -193,7 +191,7 @@ class QueueBook:
             s.waiting_jobs = len(waiting)
             if spec.state == "open":
                 for job in waiting:
-                    _add(s.demand, {k: v for k, v in job.requests.items() if k in governed})
+                    _add(s.demand, {k: v for k, v in job.requests.items() if k in tracked})
             kids = policy.children.get(name, ())
             for kid in kids:
                 child = state[kid]
@@ -217,13 +215,8 @@ class QueueBook:
             _add(reserved_total, amounts)
         self.idle = {
             k: snapshot.capacity.get(k, 0) - snapshot.allocated.get(k, 0) - reserved_total.get(k, 0)
-            for k in governed
+            for k in tracked
         }
-
-    def _gang_queue(self, snapshot: Snapshot, gang: str) -> str | None:
-        for pod in snapshot.groups.get(gang, ()):
-            return self.queue_of_key(queue_key(pod))
-        return None
 
     # ---- questions ------------------------------------------
     def waiting(self, queue: str) -> list[WaitingJob]:
@@ -247,7 +240,7 @@ class QueueBook:
         used = self.state[queue].used
         best = 0.0
         for resource, total in self.capacity.items():
-            if resource not in self.governed or total <= 0:
+            if resource not in self.tracked or total <= 0:
                 continue
             amount = used.get(resource, 0) + (extra or {}).get(resource, 0)
             best = max(best, amount / total)

@@ -85,11 +85,11 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
             metrics.binds.labels("failed").inc()
             log.warning("%s", err)
             return json_response({"Error": str(err)})
-        runtime.store.assume_bound(
-            bind_request.namespace, bind_request.name, bind_request.uid, bind_request.node
-        )
         with runtime.lock:
-            runtime.scheduler.bound(bind_request)
+            pod = runtime.scheduler.bound(bind_request)
+            runtime.store.assume_bound(
+                bind_request.namespace, bind_request.name, bind_request.uid, bind_request.node, pod
+            )
         metrics.binds.labels("bound").inc()
         return json_response({"Error": ""})
 
