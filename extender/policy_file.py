@@ -31,7 +31,7 @@ def load_policy(path: str | Path) -> Policy:
     except OSError as err:
         raise PolicyError(f"{source}: cannot read: {err.strerror or err}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as err:
         raise PolicyError(f"{source}: not valid YAML: {err}") from None
     return parse_policy(data, source)
@@ -71,6 +71,9 @@ class PolicyWatcher:
         if now == self._seen:
             return False
         self._seen = now
+        if now is None:
+            log.warning("policy %s is gone; the last policy stays in force", self.path)
+            return True
         try:
             policy = load_policy(self.path)
         except PolicyError as err:

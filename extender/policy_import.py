@@ -98,7 +98,7 @@ def _kueue_groups(
                 if res.get("lendingLimit") is not None:
                     notes.append(
                         f"{where}: lendingLimit of {name} not mapped (gangplank lends all unused "
-                        "guarantee and takes it back by reclaim)"
+                        "guarantee while its owner has no work waiting)"
                     )
     return nominal, {k: v for k, v in ceiling.items() if k not in unlimited}
 
@@ -205,6 +205,8 @@ def _volcano_queue(doc: Mapping[str, Any], out: Imported) -> None:
     if name == "root":
         return  # Volcano's implicit top of the tree
     queue: dict[str, Any] = {"name": _dns(name)}
+    if queue["name"] != name:  # pods name the queue as Volcano spells it
+        queue["aliases"] = [name]
     weight = spec.get("weight")
     if isinstance(weight, int | float) and not isinstance(weight, bool) and weight > 0:
         queue["weight"] = weight

@@ -21,7 +21,7 @@ from extender.cache.store import ClusterStore
 from extender.core.coordinator import Coordinator
 from extender.core.gang_scheduler import GangConfig, GangScheduler
 from extender.core.policy import Policy
-from extender.core.queue_report import queue_numbers, queue_report
+from extender.core.queue_report import collect_report, queue_numbers, render_report
 from extender.kicker import (
     AlwaysLeader,
     ApiPatcher,
@@ -62,7 +62,7 @@ class Runtime:
         self.metrics = metrics
         self.reflectors = list(reflectors)
         self.gangs = gangs or GangScheduler()
-        if policy is None and policy_path:
+        if policy is None and policy_path and Path(policy_path).exists():
             policy = load_policy(policy_path)
         self.scheduler = Coordinator(self.gangs, policy, scheduler_names)
         # One lock for the decision state: a plan is made and read whole.
@@ -88,19 +88,34 @@ class Runtime:
         metrics.watch_queues(self.queue_metrics)
 
     def set_policy(self, policy: Policy | None) -> None:
+        """Switch to `policy`. Its book is counted on the current snapshot first, without the
+        lock, so the switch itself only catches up with what changed meanwhile."""
+        book = None
+        if policy is not None:
+            book = self.scheduler.new_book(policy)
+            book.refresh(self.store.snapshot(), {}, ())
         with self.lock:
-            self.scheduler.set_policy(policy)
+            self.scheduler.set_policy(policy, book)
+            self.scheduler.book_for(self.store.snapshot())
         self.metrics.policy_loaded(policy)
 
     def policy_refused(self, message: str) -> None:
         self.metrics.policy_refused(message)
 
-    def queue_figures(self) -> Any:
-        """The queue book as of now (None without a policy), for metrics and /queues."""
+    def queue_figures(self, only: str | None = None, jobs_per_queue: int = 20) -> Any:
+        """The queue report as of now (None without a policy), for /queues: the figures are
+        copied under the lock and written out after it."""
         with self.lock:
             if self.scheduler.policy is None:
                 return None
-            return queue_report(self.scheduler, self.store.snapshot(), self.clock())
+            raw = collect_report(
+                self.scheduler,
+                self.store.snapshot(),
+                self.clock(),
+                only=only,
+                jobs_per_queue=jobs_per_queue,
+            )
+        return render_report(raw)
 
     def queue_metrics(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -215,8 +230,13 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
             reservation_seconds=settings.reservation_seconds, hold_seconds=settings.hold_seconds
         )
     )
+    policy: Policy | None = None
+    if settings.policy and Path(settings.policy).exists():
+        policy = load_policy(settings.policy)
+    elif settings.policy:
+        log.warning("no policy at %s yet: running without queues until it appears", settings.policy)
     queues: dict[str, Any] = {
-        "policy": load_policy(settings.policy) if settings.policy else None,
+        "policy": policy,
         "policy_path": settings.policy,
         "scheduler_names": settings.scheduler_name_set,
     }

@@ -89,6 +89,10 @@ class Settings:
 
 
 def _check_policy(path: str) -> None:
+    """A policy that is there must be valid; one that is not there yet (an optional ConfigMap not
+    created) is waited for: gangplank runs without queues until it appears."""
+    if not Path(path).exists():
+        return
     try:
         load_policy(path)
     except PolicyError as err:

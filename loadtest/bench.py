@@ -292,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--no-http", action="store_true", help="skip the gunicorn round trips")
+    parser.add_argument("--no-queues", action="store_true", help="skip the queue figures")
     args = parser.parse_args(argv)
 
     traces: Path | None = args.traces
@@ -357,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     rows += bench_gangs(store, names, args.calls)
+    if not args.no_queues:
+        from loadtest.queues import bench_queues
+
+        rows += bench_queues(nodes, pods, json.loads(FIXTURE_POD.read_text())["Pod"], args.calls)
 
     memory = bench_memory(args.nodes, args.pods, traces)
     rows.append(

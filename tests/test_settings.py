@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from extender.cli import main
+from extender.core.policy import Policy
+from extender.policy_file import PolicyWatcher
 from extender.settings import SettingsError, parse_serve_settings
 
 
@@ -52,3 +57,40 @@ def test_settings_that_cannot_work_are_refused_with_the_reason(
 def test_a_variable_of_the_wrong_type_is_refused_like_a_bad_flag() -> None:
     with pytest.raises(SystemExit):
         parse_serve_settings([], {"GANGPLANK_THREADS": "many"})
+
+
+def test_an_invalid_policy_stops_the_start_with_exit_code_2_naming_file_queue_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "policy.yaml"
+    bad.write_text(
+        "queues:\n  - name: research\n    max: {nvidia.com/gpu: 4}\n    guarantee: "
+        "{nvidia.com/gpu: 8}\n"
+    )
+    with pytest.raises(SettingsError, match="queue research: max.nvidia.com/gpu: 4 is below"):
+        parse_serve_settings(["--policy", str(bad)], {})
+    assert main(["serve", "--policy", str(bad)]) == 2
+    assert f"gangplank serve: --policy {bad}: queue research" in capsys.readouterr().err
+
+
+def test_a_policy_file_not_there_yet_is_waited_for(tmp_path: Path) -> None:
+    settings = parse_serve_settings(["--policy", str(tmp_path / "later.yaml")], {})
+    assert settings.policy == str(tmp_path / "later.yaml")
+
+
+def test_the_policy_watcher_follows_the_file_and_keeps_the_last_good_policy(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "policy.yaml"
+    loaded: list[Policy] = []
+    refused: list[str] = []
+    watcher = PolicyWatcher(path, loaded.append, refused.append)
+    assert not watcher.check(), "no file, no change"
+    path.write_text("queues: [{name: a}]\n")
+    assert watcher.check() and [list(p.queues) for p in loaded] == [["a"]]
+    path.write_text("queues: [{name: a, weight: -1}]\n")
+    assert watcher.check() and "queue a: weight: -1" in refused[0]
+    path.unlink()
+    assert watcher.check() and len(loaded) == 1, "a vanished file keeps the policy in force"
+    path.write_text("queues: [{name: a}, {name: b}]\n")
+    assert watcher.check() and list(loaded[-1].queues) == ["a", "b"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TypeVar
@@ -60,6 +61,8 @@ class ClusterStore:
         self._pending: dict[tuple[str, str], dict[str, PodInfo]] = {}
         self._pending_infos: dict[tuple[str, str], tuple[PodInfo, ...]] = {}
         self._dirty_queues: set[tuple[str, str]] = set()
+        self._queue_changes: deque[tuple[int, int, frozenset[tuple[str, str]]]] = deque(maxlen=64)
+        self._last_generation = -1
         # Totals over schedulable nodes, kept as node infos are rebuilt.
         self._capacity: dict[str, int] = {}
         self._allocated: dict[str, int] = {}
@@ -208,6 +211,13 @@ class ClusterStore:
                     self._count_node(info, 1)
                     self._node_infos[name] = info
             self._dirty.clear()
+            if self._dirty_queues:
+                self._queue_changes.append(
+                    (self._last_generation, self._generation, frozenset(self._dirty_queues))
+                )
+            else:
+                self._queue_changes.append((self._last_generation, self._generation, frozenset()))
+            self._last_generation = self._generation
             for qkey in self._dirty_queues:
                 used = self._usage.get(qkey)
                 if used:
@@ -237,6 +247,8 @@ class ClusterStore:
                 jobs=self._jobs,
                 queue_usage=dict(self._usage_infos),
                 queue_pending=dict(self._pending_infos),
+                queue_changes=tuple(self._queue_changes),
+                origin=id(self),
                 capacity=dict(self._capacity),
                 allocated=dict(self._allocated),
             )

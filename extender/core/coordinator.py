@@ -78,10 +78,16 @@ class Coordinator:
         self.set_policy(policy)
 
     # ---- policy ------------------------------------------
-    def set_policy(self, policy: Policy | None) -> None:
-        """Use `policy` from now on (None: no queues). Refused jobs are looked at again."""
+    def new_book(self, policy: Policy) -> QueueBook:
+        return QueueBook(policy, self.scheduler_names)
+
+    def set_policy(self, policy: Policy | None, book: QueueBook | None = None) -> None:
+        """Use `policy` from now on (None: no queues). Refused jobs are looked at again. `book`:
+        one made for `policy` beforehand (counted outside the lock)."""
         self.policy = policy
-        self.book = QueueBook(policy, self.scheduler_names) if policy is not None else None
+        if policy is not None and (book is None or book.policy is not policy):
+            book = self.new_book(policy)
+        self.book = book if policy is not None else None
         self.gangs.auto_hold = policy is None
         self._policy_changed = True
 

@@ -161,6 +161,10 @@ class Snapshot:
     # requests of pods that hold resources, and the pods still waiting for a node.
     queue_usage: Mapping[tuple[str, str], Resources] = field(default_factory=dict)
     queue_pending: Mapping[tuple[str, str], tuple[PodInfo, ...]] = field(default_factory=dict)
+    # The last few changes of those groups: (generation before, generation after, keys changed),
+    # oldest first, so that a reader that saw an earlier snapshot looks only at what changed.
+    queue_changes: tuple[tuple[int, int, frozenset[tuple[str, str]]], ...] = ()
+    origin: int = 0  # which store made it: generations compare only within one store
     # Totals over schedulable (not cordoned) nodes.
     capacity: Resources = field(default_factory=dict)
     allocated: Resources = field(default_factory=dict)

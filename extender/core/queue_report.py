@@ -20,6 +20,7 @@ from extender.core.quantity import format_amount
 from extender.core.queues import QueueBook
 
 LINE_LIMIT = 1000  # places in the fair line worked out for the report
+HIDDEN = frozenset({"pods"})  # every pod takes one; saying so says nothing
 NOT_TRIED = (
     "waiting for kube-scheduler to try it (its own filters found no node with room, or it has "
     "not come to it yet)"
@@ -27,7 +28,7 @@ NOT_TRIED = (
 
 
 def amounts(values: Mapping[str, int]) -> dict[str, str]:
-    return {k: format_amount(k, v) for k, v in sorted(values.items()) if v}
+    return {k: format_amount(k, v) for k, v in sorted(values.items()) if v and k not in HIDDEN}
 
 
 def lent(book: QueueBook) -> dict[str, dict[str, int]]:
@@ -48,7 +49,17 @@ def lent(book: QueueBook) -> dict[str, dict[str, int]]:
     return out
 
 
-def queue_report(coordinator: Coordinator, snapshot: Snapshot, now: float) -> dict[str, Any]:
+def collect_report(
+    coordinator: Coordinator,
+    snapshot: Snapshot,
+    now: float,
+    *,
+    only: str | None = None,
+    jobs_per_queue: int = 20,
+) -> dict[str, Any]:
+    """What the report shows, as plain values copied from the book: made under the lock, turned
+    into text by `render_report` after it. `only`: one queue and its subtree; at most
+    `jobs_per_queue` waiting jobs listed per queue (all are counted)."""
     policy = coordinator.policy
     if policy is None:
         return {"policy": None, "queues": []}
@@ -60,50 +71,95 @@ def queue_report(coordinator: Coordinator, snapshot: Snapshot, now: float) -> di
     lending = lent(book)
     queues = []
     for name, spec in policy.queues.items():
+        if only is not None and only not in policy.path(name):
+            continue
         state = book.state[name]
-        waiting = []
-        for place, job in enumerate(book.waiting(name)[:LINE_LIMIT], start=1):
-            waiting.append(
-                {
-                    "job": job.name,
-                    "pods": len(job.pods),
-                    "priority": job.priority,
-                    "requests": amounts(job.requests),
-                    "waitingSeconds": round(max(0.0, now - job.created), 1),
-                    "queuePosition": place,
-                    "position": line.get(job.key),
-                    "reason": coordinator.reason_of(job.key) or NOT_TRIED,
-                }
-            )
+        waiting = [
+            (job, place, line.get(job.key), coordinator.reason_of(job.key))
+            for place, job in enumerate(book.waiting(name)[:jobs_per_queue], start=1)
+        ]
         queues.append(
             {
                 "name": name,
-                "parent": spec.parent,
-                "state": spec.state,
-                "weight": spec.weight,
-                "namespaces": list(spec.namespaces),
-                "guarantee": amounts(book.guarantee[name]),
-                "max": amounts(spec.max),
-                "used": amounts(state.used),
-                "reserved": amounts(state.reserved),
-                "borrowed": amounts(book.borrowed(name)),
-                "lent": amounts(lending[name]),
-                "protected": amounts(state.protected),
-                "share": round(book.share(name), 4),
-                "pending": {"jobs": state.waiting_jobs, "requests": amounts(state.demand)},
+                "spec": spec,
+                "guarantee": dict(book.guarantee[name]),
+                "used": dict(state.used),
+                "reserved": dict(state.reserved),
+                "borrowed": book.borrowed(name),
+                "lent": lending[name],
+                "protected": dict(state.protected),
+                "share": book.share(name),
+                "pending_jobs": state.waiting_jobs,
+                "pending_requests": dict(state.demand),
                 "waiting": waiting,
             }
         )
     hold = coordinator.gangs.hold
     return {
         "policy": policy.source,
-        "capacity": amounts({k: v for k, v in book.capacity.items() if k in book.tracked}),
-        "idle": amounts(book.idle),
-        "holding": None
-        if hold is None
-        else {"job": job_name(hold.key), "seconds": round(max(0.0, hold.deadline - now), 1)},
+        "now": now,
+        "capacity": {k: v for k, v in book.capacity.items() if k in book.tracked},
+        "idle": dict(book.idle),
+        "holding": None if hold is None else (hold.key, hold.deadline),
         "queues": queues,
     }
+
+
+def render_report(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON of `GET /queues` from `collect_report`'s values."""
+    if raw.get("policy") is None:
+        return {"policy": None, "queues": []}
+    now = raw["now"]
+    queues = []
+    for q in raw["queues"]:
+        spec = q["spec"]
+        queues.append(
+            {
+                "name": q["name"],
+                "parent": spec.parent,
+                "state": spec.state,
+                "weight": spec.weight,
+                "namespaces": list(spec.namespaces),
+                "guarantee": amounts(q["guarantee"]),
+                "max": amounts(spec.max),
+                "used": amounts(q["used"]),
+                "reserved": amounts(q["reserved"]),
+                "borrowed": amounts(q["borrowed"]),
+                "lent": amounts(q["lent"]),
+                "protected": amounts(q["protected"]),
+                "share": round(q["share"], 4),
+                "pending": {"jobs": q["pending_jobs"], "requests": amounts(q["pending_requests"])},
+                "waiting": [
+                    {
+                        "job": job.name,
+                        "pods": len(job.pods),
+                        "priority": job.priority,
+                        "requests": amounts(job.requests),
+                        "waitingSeconds": round(max(0.0, now - job.created), 1),
+                        "queuePosition": place,
+                        "position": position,
+                        "reason": reason or NOT_TRIED,
+                    }
+                    for job, place, position, reason in q["waiting"]
+                ],
+            }
+        )
+    holding = raw["holding"]
+    return {
+        "policy": raw["policy"],
+        "capacity": amounts(raw["capacity"]),
+        "idle": amounts(raw["idle"]),
+        "holding": None
+        if holding is None
+        else {"job": job_name(holding[0]), "seconds": round(max(0.0, holding[1] - now), 1)},
+        "queues": queues,
+    }
+
+
+def queue_report(
+    coordinator: Coordinator, snapshot: Snapshot, now: float, **options: Any
+) -> dict[str, Any]:
+    return render_report(collect_report(coordinator, snapshot, now, **options))
 
 
 def queue_numbers(coordinator: Coordinator, snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ numbers are rebuilt when anything changed (one pass over the queues).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.core.gang import job_key, job_name
@@ -65,14 +65,24 @@ class QueueBook:
         self.governed = policy.resources  # quota applies to these: some queue names them
         self.tracked = policy.resources | TRACKED  # counted for use and fair shares
         self.guarantee = _guarantees(policy)
+        self._depth = {q: len(policy.path(q)) for q in policy.queues}
+        self._paths = {q: policy.path(q) for q in policy.queues}
+        self._open = {
+            q: all(policy.queues[a].state == "open" for a in self._paths[q]) for q in policy.queues
+        }
         self._qmap: dict[QKey, str | None] = {}
-        self._seen_usage: dict[QKey, Resources] = {}
-        self._seen_pending: dict[QKey, tuple[PodInfo, ...]] = {}
+        self._seen_usage: Mapping[QKey, Resources] = {}
+        self._seen_pending: Mapping[QKey, tuple[PodInfo, ...]] = {}
         self._jobs_of: dict[QKey, list[WaitingJob]] = {}
-        self._own_used: dict[str, dict[str, int]] = {q: {} for q in policy.queues}
+        self._single_of: dict[QKey, dict[str, tuple[PodInfo, WaitingJob]]] = {}
         self._queue_keys: dict[str, set[QKey]] = {q: set() for q in policy.queues}
+        self._all_jobs: dict[str, WaitingJob] = {}  # pending jobs in queues, admitted ones too
         self._waiting: dict[str, list[WaitingJob]] = {q: [] for q in policy.queues}
-        self._dirty_waiting: set[str] = set()
+        self._own_demand: dict[str, dict[str, int]] = {q: {} for q in policy.queues}
+        self._own_reserved: dict[str, dict[str, int]] = {}
+        self._own_waiting: dict[str, int] = {}
+        self._kids_protected: dict[str, dict[str, int]] = {q: {} for q in policy.queues}
+        self._touched: set[str] = set()
         self._snapshot: Snapshot | None = None
         self._reservations: Mapping[str, Resources] = {}
         self._planned: frozenset[str] = frozenset()
@@ -98,53 +108,122 @@ class QueueBook:
         planned: Collection[str] = (),
     ) -> None:
         """Bring the book up to `snapshot`; `reservations` are the requests admitted but not bound
-        yet, by queue; `planned` the jobs they belong to (not waiting any more)."""
+        yet, by queue; `planned` the jobs they belong to (not waiting any more).
+
+        Only what changed is looked at: the cache's groups whose usage or pending pods are new
+        objects, the queues whose reservations or admitted jobs changed; their differences are
+        added up the tree, and what guarantees protect is worked out again on those paths."""
         planned = frozenset(planned)
-        same_plans = reservations == self._reservations and planned == self._planned
-        if snapshot is self._snapshot and same_plans:
+        if (
+            snapshot is self._snapshot
+            and planned == self._planned
+            and reservations == self._reservations
+        ):
             return
-        changed = not same_plans
-        usage = snapshot.queue_usage
-        for qkey in self._seen_usage.keys() | usage.keys():
+        tracked = self.tracked
+        usage, pending = snapshot.queue_usage, snapshot.queue_pending
+        keys = self._changed_keys(snapshot)
+        for qkey in keys:
             new, old = usage.get(qkey), self._seen_usage.get(qkey)
             if new is old:
                 continue
-            changed = True
             queue = self.queue_of_key(qkey)
             if queue is not None:
-                own = self._own_used[queue]
-                if old:
-                    _add(own, {k: v for k, v in old.items() if k in self.tracked}, -1)
-                if new:
-                    _add(own, {k: v for k, v in new.items() if k in self.tracked})
-        self._seen_usage = dict(usage)
-        pending = snapshot.queue_pending
-        for qkey in self._seen_pending.keys() | pending.keys():
+                delta: dict[str, int] = {}
+                _add(delta, {k: v for k, v in (old or {}).items() if k in tracked}, -1)
+                _add(delta, {k: v for k, v in (new or {}).items() if k in tracked})
+                self._spread(queue, "used", delta)
+        self._seen_usage = usage
+        dirty: set[str] = set()
+        for qkey in keys:
             now_pods, old_pods = pending.get(qkey), self._seen_pending.get(qkey)
             if now_pods is old_pods:
                 continue
-            changed = True
             queue = self.queue_of_key(qkey)
             if queue is None:
                 continue
-            self._jobs_of[qkey] = self._jobs(queue, now_pods or ())
+            for job in self._jobs_of.get(qkey, ()):
+                self._all_jobs.pop(job.key, None)
+            jobs = self._jobs(qkey, queue, now_pods or ())
+            self._jobs_of[qkey] = jobs
+            self._all_jobs.update((j.key, j) for j in jobs)
             self._queue_keys[queue].add(qkey)
-            self._dirty_waiting.add(queue)
-        self._seen_pending = dict(pending)
-        if planned != self._planned:
-            self._dirty_waiting |= {q for q, keys in self._queue_keys.items() if keys}
-        self._snapshot = snapshot
-        self._reservations = dict(reservations)
+            dirty.add(queue)
+        self._seen_pending = pending
+        for key in planned ^ self._planned:
+            admitted = self._all_jobs.get(key)
+            if admitted is not None:
+                dirty.add(admitted.queue)
         self._planned = planned
-        if changed or snapshot.capacity != self.capacity:
-            self._derive(snapshot)
+        for queue in dirty:
+            self._rebuild_waiting(queue)
+        if reservations != self._reservations:
+            for queue in self._own_reserved.keys() | reservations.keys():
+                if queue not in self.policy.queues:
+                    continue
+                new_r = {k: v for k, v in reservations.get(queue, {}).items() if k in tracked}
+                old_r = self._own_reserved.get(queue, {})
+                if new_r == old_r:
+                    continue
+                delta = dict(new_r)
+                _add(delta, old_r, -1)
+                self._spread(queue, "reserved", delta)
+                self._spread(queue, "used", delta)
+                self._own_reserved[queue] = new_r
+            self._reservations = dict(reservations)
+        self._protect()
+        self._snapshot = snapshot
+        self.capacity = dict(snapshot.capacity)
+        reserved_total: dict[str, int] = {}
+        for amounts in self._reservations.values():
+            _add(reserved_total, amounts)
+        self.idle = {
+            k: snapshot.capacity.get(k, 0) - snapshot.allocated.get(k, 0) - reserved_total.get(k, 0)
+            for k in tracked
+        }
 
-    def _jobs(self, queue: str, pods: Sequence[PodInfo]) -> list[WaitingJob]:
+    def _changed_keys(self, snapshot: Snapshot) -> Iterable[QKey]:
+        """The cache groups that may differ from the last snapshot read: from the snapshot's
+        change log when it reaches back that far, else all of them."""
+        seen = self._snapshot
+        if seen is not None and seen.origin == snapshot.origin:
+            if snapshot.generation == seen.generation:
+                return ()
+            log = snapshot.queue_changes
+            if log and log[0][0] <= seen.generation:
+                keys: set[QKey] = set()
+                for _, after, changed in log:
+                    if after > seen.generation:
+                        keys |= changed
+                return keys
+        return (
+            self._seen_usage.keys()
+            | snapshot.queue_usage.keys()
+            | (self._seen_pending.keys() | snapshot.queue_pending.keys())
+        )
+
+    def _jobs(self, qkey: QKey, queue: str, pods: Sequence[PodInfo]) -> list[WaitingJob]:
         grouped: dict[str, list[PodInfo]] = {}
-        for pod in pods:
-            if pod.scheduler_name in self.scheduler_names:
-                grouped.setdefault(job_key(pod), []).append(pod)
         jobs = []
+        # A pod alone is a job; it is made again only when the pod object changed.
+        known = self._single_of.get(qkey, {})
+        singles: dict[str, tuple[PodInfo, WaitingJob]] = {}
+        for pod in pods:
+            if pod.scheduler_name not in self.scheduler_names:
+                continue
+            cached = known.get(pod.uid)
+            if cached is not None and cached[0] is pod:
+                singles[pod.uid] = cached
+                jobs.append(cached[1])
+                continue
+            key = job_key(pod)
+            if key.startswith("pod:"):
+                job = WaitingJob(key, queue, pod.priority, pod.created, dict(pod.requests), (pod,))
+                singles[pod.uid] = (pod, job)
+                jobs.append(job)
+            else:
+                grouped.setdefault(key, []).append(pod)
+        self._single_of[qkey] = singles
         for key, members in grouped.items():
             requests: dict[str, int] = {}
             for pod in members:
@@ -161,62 +240,65 @@ class QueueBook:
             )
         return jobs
 
-    def _derive(self, snapshot: Snapshot) -> None:
-        policy, tracked = self.policy, self.tracked
-        for queue in self._dirty_waiting:
-            jobs = [
-                j
-                for qkey in self._queue_keys[queue]
-                for j in self._jobs_of.get(qkey, ())
-                if j.key not in self._planned
-            ]
-            jobs.sort(key=lambda j: (-j.priority, j.created, j.key))
-            self._waiting[queue] = jobs
-        self._dirty_waiting.clear()
-        self.waiting_keys = {j.key: j for jobs in self._waiting.values() for j in jobs}
-        reserved_by_queue = {
-            q: {k: v for k, v in amounts.items() if k in tracked}
-            for q, amounts in self._reservations.items()
-            if q in policy.queues
-        }
-        state: dict[str, QueueState] = {}
-        # Children before parents: walk the tree bottom-up.
-        for name in _bottom_up(policy):
-            spec = policy.queues[name]
-            s = QueueState()
-            _add(s.used, self._own_used[name])
-            _add(s.reserved, reserved_by_queue.get(name, {}))
-            _add(s.used, s.reserved)
-            waiting = self._waiting.get(name, [])
-            s.waiting_jobs = len(waiting)
-            if spec.state == "open":
-                for job in waiting:
-                    _add(s.demand, {k: v for k, v in job.requests.items() if k in tracked})
-            kids = policy.children.get(name, ())
-            for kid in kids:
-                child = state[kid]
-                _add(s.used, child.used)
-                _add(s.reserved, child.reserved)
-                _add(s.demand, child.demand)
-                s.waiting_jobs += child.waiting_jobs
-                _add(s.protected, child.protected)
-            # What its guarantee still owes to work waiting in it; at least what its children's
-            # guarantees protect.
+    def _spread(self, queue: str, name: str, delta: Mapping[str, int]) -> None:
+        """Add `delta` to field `name` of the queue and every ancestor."""
+        if not any(delta.values()):
+            return
+        for node in self._paths[queue]:
+            _add(getattr(self.state[node], name), delta)
+        self._touched.add(queue)
+
+    def _rebuild_waiting(self, queue: str) -> None:
+        for job in self._waiting[queue]:
+            self.waiting_keys.pop(job.key, None)
+        jobs = [
+            j
+            for qkey in self._queue_keys[queue]
+            for j in self._jobs_of.get(qkey, ())
+            if j.key not in self._planned
+        ]
+        jobs.sort(key=lambda j: (-j.priority, j.created, j.key))
+        self._waiting[queue] = jobs
+        self.waiting_keys.update((j.key, j) for j in jobs)
+        demand: dict[str, int] = {}
+        if self._open[queue]:
+            for job in jobs:
+                _add(demand, {k: v for k, v in job.requests.items() if k in self.tracked})
+        delta = dict(demand)
+        _add(delta, self._own_demand[queue], -1)
+        self._own_demand[queue] = demand
+        self._spread(queue, "demand", delta)
+        count = len(jobs) - self._own_waiting.get(queue, 0)
+        self._own_waiting[queue] = len(jobs)
+        for node in self._paths[queue]:
+            self.state[node].waiting_jobs += count
+        self._touched.add(queue)
+
+    def _protect(self) -> None:
+        """What each guarantee owes to work waiting under it, on the paths that changed: a
+        queue protects the part of its guarantee its waiting work needs and does not have, and
+        at least what its children protect together."""
+        if not self._touched:
+            return
+        nodes = {n for q in self._touched for n in self._paths[q]}
+        self._touched.clear()
+        for name in sorted(nodes, key=lambda n: -self._depth[n]):
+            state = self.state[name]
             guarantee = self.guarantee[name]
-            for resource, amount in s.demand.items():
-                owed = min(amount, max(0, guarantee.get(resource, 0) - s.used.get(resource, 0)))
-                if owed > s.protected.get(resource, 0):
-                    s.protected[resource] = owed
-            state[name] = s
-        self.state = state
-        self.capacity = dict(snapshot.capacity)
-        reserved_total: dict[str, int] = {}
-        for amounts in self._reservations.values():
-            _add(reserved_total, amounts)
-        self.idle = {
-            k: snapshot.capacity.get(k, 0) - snapshot.allocated.get(k, 0) - reserved_total.get(k, 0)
-            for k in tracked
-        }
+            protected = dict(self._kids_protected[name])
+            for resource, amount in state.demand.items():
+                owed = min(amount, max(0, guarantee.get(resource, 0) - state.used.get(resource, 0)))
+                if owed > protected.get(resource, 0):
+                    protected[resource] = owed
+            protected = {k: v for k, v in protected.items() if v}
+            if protected == state.protected:
+                continue
+            parent = self.policy.queues[name].parent
+            if parent is not None:
+                kids = self._kids_protected[parent]
+                _add(kids, state.protected, -1)
+                _add(kids, protected)
+            state.protected = protected
 
     # ---- questions ------------------------------------------
     def waiting(self, queue: str) -> list[WaitingJob]:
@@ -260,6 +342,7 @@ def _guarantees(policy: Policy) -> dict[str, dict[str, int]]:
 
 
 def _bottom_up(policy: Policy) -> list[str]:
+    """Children before parents."""
     order: list[str] = []
 
     def visit(name: str) -> None:

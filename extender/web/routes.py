@@ -112,11 +112,19 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
 
     @bp.get("/queues")
     def queues() -> Response:
-        report = runtime.queue_figures()
+        only = request.args.get("queue") or None
+        limit_text = request.args.get("limit", "20")
+        if not limit_text.isdigit() or not 0 <= int(limit_text) <= 100_000:
+            return json_response(
+                {"Error": f"limit={limit_text!r}: jobs listed per queue, 0 to 100000"}, 400
+            )
+        report = runtime.queue_figures(only, int(limit_text))
         if report is None:
             return json_response(
                 {"policy": None, "queues": [], "reason": "no policy: gangplank runs without queues"}
             )
+        if only is not None and not report["queues"]:
+            return json_response({"Error": f"queue {only!r} does not exist"}, 404)
         return json_response(report)
 
     @bp.get("/metrics")

@@ -1,0 +1,194 @@
+"""Queue figures for `make bench`: what admission by quota adds to a filter call at 1,000 queues
+and 50,000 pods, at two node counts, and how long a policy reload takes.
+
+The trace cluster's pods are spread over 1,000 namespaces, one leaf queue each (10 parents of
+100 leaves); every pending pod is work waiting in its queue (about 30,000 of them). The same pod
+is filtered once in a queue and once in a namespace of no queue, on one store: the difference
+is what queues add.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from extender.binder import StoreBinder
+from extender.cache.handlers import handlers_for
+from extender.cache.store import ClusterStore
+from extender.core.queue_report import collect_report, render_report
+from extender.metrics import Metrics
+from extender.policy_file import load_policy
+from extender.runtime import Runtime
+from extender.web.app import create_app
+
+QUEUES = 1000
+PARENTS = 10
+
+
+def policy_document(queues: int = QUEUES, parents: int = PARENTS) -> dict[str, Any]:
+    per_parent = queues // parents
+    entries: list[dict[str, Any]] = []
+    for p in range(parents):
+        entries.append(
+            {
+                "name": f"org-{p}",
+                "guarantee": {"nvidia.com/gpu": 2 * per_parent},
+                "max": {"nvidia.com/gpu": 40 * per_parent},
+            }
+        )
+        for leaf in range(p * per_parent, (p + 1) * per_parent):
+            entries.append(
+                {
+                    "name": f"team-{leaf}",
+                    "parent": f"org-{p}",
+                    "weight": 1 + leaf % 3,
+                    "guarantee": {"nvidia.com/gpu": 2},
+                    "max": {"nvidia.com/gpu": 64},
+                    "namespaces": [f"team-{leaf}"],
+                }
+            )
+    return {"apiVersion": "gangplank.io/v1alpha1", "kind": "Policy", "queues": entries}
+
+
+def spread(pods: list[dict[str, Any]], queues: int = QUEUES) -> list[dict[str, Any]]:
+    out = []
+    for i, pod in enumerate(pods):
+        copied = {**pod, "metadata": {**pod["metadata"], "namespace": f"team-{i % queues}"}}
+        out.append(copied)
+    return out
+
+
+def _caller(app: Any, body: bytes) -> Callable[[], None]:
+    from loadtest.bench import wsgi_caller
+
+    return wsgi_caller(app, "/scheduler/filter", body)
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1e3
+
+
+def bench_queues(
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    fixture_pod: dict[str, Any],
+    calls: int,
+) -> list[str]:
+    from loadtest.bench import percentiles, timed
+
+    rows: list[str] = []
+    doc = policy_document()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "policy.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        started = time.perf_counter()
+        policy = load_policy(path)
+        parse_seconds = time.perf_counter() - started
+
+    store = ClusterStore()
+    handlers = handlers_for(store)
+    handlers["nodes"].replace(nodes)
+    spread_pods = spread(pods)
+    handlers["pods"].replace(spread_pods)
+    store.snapshot()
+    waiting = sum(1 for p in spread_pods if not p["spec"].get("nodeName"))
+
+    queued_runtime = Runtime(store, StoreBinder(), Metrics(), preloaded=True)
+    plain_runtime = Runtime(store, StoreBinder(), Metrics(), preloaded=True)
+    started = time.perf_counter()
+    queued_runtime.set_policy(policy)
+    first = time.perf_counter() - started
+    count_samples, switch_samples = [], []
+    for _ in range(5):
+        started = time.perf_counter()
+        book = queued_runtime.scheduler.new_book(policy)
+        book.refresh(store.snapshot(), {}, ())
+        counted = time.perf_counter()
+        with queued_runtime.lock:
+            queued_runtime.scheduler.set_policy(policy, book)
+            queued_runtime.scheduler.book_for(store.snapshot())
+        switch_samples.append(time.perf_counter() - counted)
+        count_samples.append(counted - started)
+    rows.append(
+        f"| policy reload, {QUEUES:,} queues, {len(pods):,} pods ({waiting:,} waiting): parse "
+        f"and validate / count usage and waiting jobs (no lock held) / switch under the lock | "
+        f"{parse_seconds * 1e3:.0f} ms / {_median_ms(count_samples):.0f} ms / "
+        f"{_median_ms(switch_samples):.2f} ms (first load {first * 1e3:.0f} ms) |"
+    )
+
+    queued_app = create_app(queued_runtime)
+    plain_app = create_app(plain_runtime)
+    names = [n["metadata"]["name"] for n in nodes]
+
+    def body(namespace: str, count: int) -> bytes:
+        pod = copy.deepcopy(fixture_pod)
+        pod["metadata"].update(namespace=namespace, name="bench-pod", uid="bench-pod-uid")
+        pod["spec"]["schedulerName"] = "gangplank"
+        pod["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
+        }
+        return orjson.dumps({"Pod": pod, "NodeNames": names[:count], "Nodes": None})
+
+    one_pod = next(p for p in spread_pods if p["metadata"]["namespace"] == "team-7")
+    for count in (len(names) // 10, len(names)):
+        queued = _caller(queued_app, body("team-7", count))
+        plain = _caller(plain_app, body("no-queue", count))
+        q_samples = timed(calls, queued)
+        p_samples = timed(calls, plain)
+        rows.append(
+            f"| server time, filter of a queued pod, {QUEUES:,} queues, {count:,} nodes sent "
+            f"(no queue: {_median_ms(p_samples):.3f} ms) | {percentiles(q_samples)}; "
+            f"added {_median_ms(q_samples) - _median_ms(p_samples):.3f} ms |"
+        )
+
+        def after_change(call: Callable[[], None] = queued) -> None:
+            handlers["pods"].apply("MODIFIED", one_pod)
+            call()
+
+        def plain_after_change(call: Callable[[], None] = plain) -> None:
+            handlers["pods"].apply("MODIFIED", one_pod)
+            call()
+
+        c_samples = timed(calls // 2, after_change)
+        pc_samples = timed(calls // 2, plain_after_change)
+        rows.append(
+            f"| same, a pod of its queue changed before each call (the cache moved on) | "
+            f"{percentiles(c_samples)}; added "
+            f"{_median_ms(c_samples) - _median_ms(pc_samples):.3f} ms |"
+        )
+
+    def kick() -> None:
+        handlers["pods"].apply("MODIFIED", one_pod)
+        queued_runtime.kick_candidates()
+
+    rows.append(
+        f"| the periodic pass (fair line head, hold, quota nudges), {QUEUES:,} queues, every "
+        f"0.5 s | {percentiles(timed(50, kick))} |"
+    )
+
+    held: list[float] = []
+
+    def report() -> None:
+        with queued_runtime.lock:
+            started = time.perf_counter()
+            raw = collect_report(
+                queued_runtime.scheduler, store.snapshot(), time.time(), jobs_per_queue=20
+            )
+            held.append(time.perf_counter() - started)
+        json.dumps(render_report(raw))
+
+    total = timed(10, report)
+    rows.append(
+        f"| GET /queues, {QUEUES:,} queues, 20 jobs listed per queue: whole / lock held | "
+        f"median {_median_ms(total):.0f} ms / {_median_ms(held[-10:]):.0f} ms |"
+    )
+    return rows
