@@ -36,6 +36,12 @@ CALLS = (
         "filter-incomplete-gang.json",
         "a member of gang team-a/sweep, 2 of its 4 pods exist: every node fails, with the reason",
     ),
+    (
+        "filter",
+        "filter-queue-max.json",
+        "a pod of queue team-a, which the gang's reservation brought near its max of 24 GPUs: "
+        "every node fails, with the queue's reason",
+    ),
     ("prioritize", "prioritize.json", "a pod of no gang: neutral scores (0-10, integers)"),
     ("preempt", "preempt.json", "kube-scheduler's candidates kept, as NodeNameToMetaVictims"),
     ("bind", "bind.json", "the binding (in demo mode recorded in the embedded view)"),
@@ -66,8 +72,28 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], timeout: float = 30
     return False
 
 
+def _show_queues(url: str) -> int:
+    """Print one line per queue from GET /queues; 1 when it did not answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            report = json.loads(response.read())
+    except (OSError, ValueError) as err:
+        print(f"  -> {err}\n")
+        return 1
+    for q in report["queues"]:
+        gpu = "nvidia.com/gpu"
+        print(
+            f"  -> queue {q['name']}: {q['used'].get(gpu, '0')} GPUs in use (guarantee "
+            f"{q['guarantee'].get(gpu, '0')}, max {q['max'].get(gpu, '-')}), "
+            f"{q['pending']['jobs']} job{'' if q['pending']['jobs'] == 1 else 's'} waiting"
+        )
+    print()
+    return 0
+
+
 def run_demo(port: int = 18888, once: bool = False) -> int:
     cluster = DATA / "demo-cluster.yaml"
+    policy = DATA / "demo-policy.yaml"
     base = f"http://127.0.0.1:{port}"
     command = [
         sys.executable,
@@ -76,12 +102,14 @@ def run_demo(port: int = 18888, once: bool = False) -> int:
         "serve",
         "--cluster-file",
         str(cluster),
+        "--policy",
+        str(policy),
         "--bind",
         f"127.0.0.1:{port}",
         "--log-level",
         "warning",
     ]
-    print(f"gangplank demo: serving the example cluster in {cluster}")
+    print(f"gangplank demo: serving the example cluster in {cluster}, queues from {policy}")
     print(f"  $ {' '.join(command[2:]).replace('extender', 'gangplank', 1)}\n")
     process = subprocess.Popen(command)
     try:
@@ -105,6 +133,8 @@ def run_demo(port: int = 18888, once: bool = False) -> int:
             with contextlib.suppress(ValueError):
                 text = json.dumps(json.loads(text))
             print(f"  -> HTTP {status} {text[:600]}\n")
+        print(f"# the queues: use, guarantee, max, borrowing, waiting jobs\ncurl -s {base}/queues")
+        failures += _show_queues(f"{base}/queues")
         print(f"curl -s {base}/readyz; curl -s {base}/metrics | grep gangplank_\n")
         if once:
             return 1 if failures else 0

@@ -95,8 +95,10 @@ class Runtime:
             book = self.scheduler.new_book(policy)
             book.refresh(self.store.snapshot(), {}, ())
         with self.lock:
-            self.scheduler.set_policy(policy, book)
-            self.scheduler.book_for(self.store.snapshot())
+            old = self.scheduler.set_policy(policy, book)
+            if policy is not None:
+                self.scheduler.book_for(self.store.snapshot())
+        del old  # freed here, not under the lock
         self.metrics.policy_loaded(policy)
 
     def policy_refused(self, message: str) -> None:

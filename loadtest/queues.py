@@ -114,9 +114,10 @@ def bench_queues(
         book.refresh(store.snapshot(), {}, ())
         counted = time.perf_counter()
         with queued_runtime.lock:
-            queued_runtime.scheduler.set_policy(policy, book)
+            old = queued_runtime.scheduler.set_policy(policy, book)
             queued_runtime.scheduler.book_for(store.snapshot())
         switch_samples.append(time.perf_counter() - counted)
+        del old
         count_samples.append(counted - started)
     rows.append(
         f"| policy reload, {QUEUES:,} queues, {len(pods):,} pods ({waiting:,} waiting): parse "

@@ -67,7 +67,7 @@ def test_an_invalid_policy_stops_the_start_with_exit_code_2_naming_file_queue_an
         "queues:\n  - name: research\n    max: {nvidia.com/gpu: 4}\n    guarantee: "
         "{nvidia.com/gpu: 8}\n"
     )
-    with pytest.raises(SettingsError, match="queue research: max.nvidia.com/gpu: 4 is below"):
+    with pytest.raises(SettingsError, match=r"queue research: max\.nvidia\.com/gpu: 4 is below"):
         parse_serve_settings(["--policy", str(bad)], {})
     assert main(["serve", "--policy", str(bad)]) == 2
     assert f"gangplank serve: --policy {bad}: queue research" in capsys.readouterr().err

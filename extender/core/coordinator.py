@@ -81,15 +81,18 @@ class Coordinator:
     def new_book(self, policy: Policy) -> QueueBook:
         return QueueBook(policy, self.scheduler_names)
 
-    def set_policy(self, policy: Policy | None, book: QueueBook | None = None) -> None:
+    def set_policy(self, policy: Policy | None, book: QueueBook | None = None) -> QueueBook | None:
         """Use `policy` from now on (None: no queues). Refused jobs are looked at again. `book`:
-        one made for `policy` beforehand (counted outside the lock)."""
+        one made for `policy` beforehand (counted outside the lock). Returns the book replaced,
+        for the caller to drop outside its lock (freeing a large one takes milliseconds)."""
+        old = self.book
         self.policy = policy
         if policy is not None and (book is None or book.policy is not policy):
             book = self.new_book(policy)
         self.book = book if policy is not None else None
         self.gangs.auto_hold = policy is None
         self._policy_changed = True
+        return old
 
     def book_for(self, snapshot: Snapshot) -> QueueBook:
         return self._book(snapshot)
