@@ -32,6 +32,28 @@ def _without(mapping: dict[str, V], key: str) -> dict[str, V]:
     return {k: v for k, v in mapping.items() if k != key}
 
 
+K = TypeVar("K")
+L = TypeVar("L")
+P = TypeVar("P")
+
+
+def _publish(
+    dirty: Iterable[K], live: Mapping[K, L], published: dict[K, P], freeze: Callable[[L], P]
+) -> None:
+    """Copy the entries of `live` named in `dirty` into `published` (what snapshots hold),
+    frozen; an entry gone or empty is dropped."""
+    for key in dirty:
+        value = live.get(key)
+        if value:
+            published[key] = freeze(value)
+        else:
+            published.pop(key, None)
+
+
+def _values(members: Mapping[str, PodInfo]) -> tuple[PodInfo, ...]:
+    return tuple(members.values())
+
+
 def pod_key(pod: PodInfo) -> str:
     return pod.uid or pod.key
 
@@ -211,31 +233,14 @@ class ClusterStore:
                     self._count_node(info, 1)
                     self._node_infos[name] = info
             self._dirty.clear()
-            if self._dirty_queues:
-                self._queue_changes.append(
-                    (self._last_generation, self._generation, frozenset(self._dirty_queues))
-                )
-            else:
-                self._queue_changes.append((self._last_generation, self._generation, frozenset()))
+            self._queue_changes.append(
+                (self._last_generation, self._generation, frozenset(self._dirty_queues))
+            )
             self._last_generation = self._generation
-            for qkey in self._dirty_queues:
-                used = self._usage.get(qkey)
-                if used:
-                    self._usage_infos[qkey] = dict(used)
-                else:
-                    self._usage_infos.pop(qkey, None)
-                waiting = self._pending.get(qkey)
-                if waiting:
-                    self._pending_infos[qkey] = tuple(waiting.values())
-                else:
-                    self._pending_infos.pop(qkey, None)
+            _publish(self._dirty_queues, self._usage, self._usage_infos, dict)
+            _publish(self._dirty_queues, self._pending, self._pending_infos, _values)
+            _publish(self._dirty_groups, self._groups, self._group_infos, _values)
             self._dirty_queues.clear()
-            for key in self._dirty_groups:
-                members = self._groups.get(key)
-                if members:
-                    self._group_infos[key] = tuple(members.values())
-                else:
-                    self._group_infos.pop(key, None)
             self._dirty_groups.clear()
             self._snapshot = Snapshot(
                 nodes=dict(self._node_infos),
