@@ -10,11 +10,12 @@ import pytest
 from flask.testing import FlaskClient
 
 from extender.binder import StoreBinder
+from extender.core.policy import parse_policy
 from extender.metrics import Metrics
 from extender.runtime import Runtime
 from extender.settings import Settings
 from extender.web.app import create_app
-from tests.builders import fixture
+from tests.builders import fixture, policy_doc, queue
 from tests.conftest import fixture_store
 
 
@@ -168,3 +169,31 @@ def test_bad_requests_are_counted_by_status(client: FlaskClient) -> None:
     client.post("/scheduler/filter", data=b"nope")
     metrics = client.get("/metrics").data.decode()
     assert 'gangplank_requests_total{code="400",verb="filter"} 1.0' in metrics
+
+
+def test_the_queue_report_answers_without_a_policy_and_refuses_bad_parameters(
+    client: FlaskClient,
+) -> None:
+    answer = client.get("/queues")
+    assert answer.status_code == 200
+    assert answer.json == {
+        "policy": None,
+        "queues": [],
+        "reason": "no policy: gangplank runs without queues",
+    }
+    for bad in ("-1", "x", "1e9", "100001"):
+        response = client.get(f"/queues?limit={bad}")
+        assert response.status_code == 400 and response.json is not None
+        assert "jobs listed per queue" in response.json["Error"]
+
+
+def test_the_queue_report_names_a_queue_that_does_not_exist() -> None:
+    policy = parse_policy(policy_doc(queue("ml"), queue("vision", parent="ml")))
+    runtime = Runtime(fixture_store(), StoreBinder(), Metrics(), preloaded=True, policy=policy)
+    app = create_app(runtime).test_client()
+    report = app.get("/queues?queue=ml").json
+    assert report is not None
+    assert [q["name"] for q in report["queues"]] == ["ml", "vision"]
+    missing = app.get("/queues?queue=nope")
+    assert missing.status_code == 404
+    assert missing.json == {"Error": "queue 'nope' does not exist"}

@@ -13,7 +13,13 @@ import orjson
 import pytest
 from flask.testing import FlaskClient
 
-from tests.builders import fixture
+from extender.binder import StoreBinder
+from extender.core.policy import parse_policy
+from extender.metrics import Metrics
+from extender.runtime import Runtime
+from extender.web.app import create_app
+from tests.builders import fixture, gpus, policy_doc, queue
+from tests.conftest import fixture_store
 
 BODIES = {
     "filter": ["filter.nodenames.json", "filter.nodes.json"],
@@ -70,9 +76,27 @@ def mutated(body: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return body
 
 
+def queued_client() -> FlaskClient:
+    """The fixture cluster with a policy whose queues hold the fixture pod's namespace, so every
+    mutated body also runs through queue admission."""
+    policy = parse_policy(
+        policy_doc(
+            queue("team", guarantee=gpus(1), max=gpus(2), namespaces=["*"]),
+            queue("other", guarantee=gpus(1), aliases=["g"]),
+        )
+    )
+    runtime = Runtime(fixture_store(), StoreBinder(), Metrics(), preloaded=True, policy=policy)
+    return create_app(runtime).test_client()
+
+
 @pytest.mark.parametrize("verb", list(BODIES), ids=[f"{v} never answers 500" for v in BODIES])
-def test_mutated_requests_get_an_answer_or_a_reason(client: FlaskClient, verb: str) -> None:
-    rng = random.Random(f"gangplank-{verb}")
+@pytest.mark.parametrize("queues", [False, True], ids=["without queues", "with queues"])
+def test_mutated_requests_get_an_answer_or_a_reason(
+    client: FlaskClient, verb: str, queues: bool
+) -> None:
+    if queues:
+        client = queued_client()
+    rng = random.Random(f"gangplank-{verb}-{queues}")
     for i in range(300):
         name = BODIES[verb][i % len(BODIES[verb])]
         base = (
