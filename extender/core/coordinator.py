@@ -75,6 +75,7 @@ class Coordinator:
         self.admitted_pods: dict[str, tuple[PodInfo, float]] = {}
         self.outcomes = QueueOutcomes()
         self._policy_changed = False
+        self._refused_checked: tuple[int, int, int] = (0, -1, -1)
         self.set_policy(policy)
 
     # ---- policy ------------------------------------------
@@ -250,7 +251,12 @@ class Coordinator:
         book = self._book(snapshot)
         self._manage_hold(snapshot, book, now)
         changed, self._policy_changed = self._policy_changed, False
+        seen = (id(book), book.version, len(self.refused))
+        if not changed and seen == self._refused_checked:
+            return refs  # nothing new since the last look: no refused job can pass now
+        self._refused_checked = seen
         interval = self.gangs.config.kick_interval_seconds
+        verdicts: dict[tuple[str, tuple[tuple[str, int], ...]], bool] = {}
         for key, entry in list(self.refused.items()):
             job = book.waiting_keys.get(key)
             if job is None:
@@ -262,10 +268,15 @@ class Coordinator:
                 continue
             if now - self.nudged.get(key, float("-inf")) < interval:
                 continue
-            verdict = check_state(self.policy, job.queue)
-            if verdict.ok:
-                verdict = check_quota(book, job.queue, job.requests, job.name)
-            if verdict.ok:
+            # Jobs of one shape in one queue get one verdict (thousands may wait refused).
+            shape = (job.queue, tuple(sorted(job.requests.items())))
+            ok = verdicts.get(shape)
+            if ok is None:
+                ok = verdicts[shape] = (
+                    check_state(self.policy, job.queue).ok
+                    and check_quota(book, job.queue, job.requests, job.name).ok
+                )
+            if ok:
                 waiting = {p.uid for p in job.pods}
                 refs += [ref for uid, ref in entry.pods.items() if uid in waiting]
                 del self.refused[key]

@@ -90,6 +90,7 @@ class QueueBook:
         self.capacity: dict[str, int] = {}
         self.idle: dict[str, int] = {}
         self.waiting_keys: dict[str, WaitingJob] = {}
+        self.version = 0  # moves whenever a refresh had something new to read
 
     # ---- reading the snapshot ------------------------------------------
     def queue_of_key(self, qkey: QKey) -> str | None:
@@ -120,6 +121,7 @@ class QueueBook:
             and reservations == self._reservations
         ):
             return
+        self.version += 1
         tracked = self.tracked
         usage, pending = snapshot.queue_usage, snapshot.queue_pending
         keys = self._changed_keys(snapshot)
