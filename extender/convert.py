@@ -242,6 +242,7 @@ def pod_from_api(raw: Any) -> PodInfo:
         tolerations=_tolerations(spec),
         affinity=_affinity(spec),
         deleting=metadata.get("deletionTimestamp") is not None,
+        started=_timestamp(_str(status, "startTime", "Pod.status"), "Pod.status.startTime"),
     )
 
 

@@ -79,6 +79,7 @@ class PodInfo:
     tolerations: tuple[Toleration, ...] = ()
     affinity: tuple[AffinityTerm, ...] = ()  # required node affinity; empty = any node
     deleting: bool = False
+    started: float = 0.0  # status.startTime (0: not started)
 
     @property
     def key(self) -> str:

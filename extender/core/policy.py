@@ -24,7 +24,9 @@ from extender.core.quantity import QuantityError, format_amount, parse_quantity
 API_VERSION = "gangplank.io/v1alpha1"
 KIND = "Policy"
 STATES = ("open", "closed", "draining")
-TOP_KEYS = {"apiVersion", "kind", "queues"}
+TOP_KEYS = {"apiVersion", "kind", "queues", "preemption"}
+PREEMPTION_KEYS = {"withinQueue", "reclaimable", "minRuntime", "gracePeriodSeconds"}
+TOP_PREEMPTION_KEYS = {"evictionsPerMinute", "minRuntime", "gracePeriodSeconds"}
 QUEUE_KEYS = {
     "name",
     "parent",
@@ -35,12 +37,14 @@ QUEUE_KEYS = {
     "namespaces",
     "aliases",
     "description",
+    "preemption",
 }
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _RESOURCE = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
 _NAMESPACE_PATTERN = re.compile(r"^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$")
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _ALIAS = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
 
 
@@ -58,12 +62,30 @@ class QueueSpec:
     state: str = "open"
     namespaces: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    rules: PreemptionRules | None = None  # None: the policy's defaults
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionRules:
+    """Who may take a queue's running work away, and how gently."""
+
+    within_queue: bool = True  # higher priority jobs of the queue may preempt its lower ones
+    reclaimable: bool = True  # what it runs beyond its guarantee may be reclaimed
+    min_runtime: float = 0.0  # seconds a job runs before it may be a victim
+    grace_seconds: int | None = None  # eviction grace period; None: the pod's own
 
 
 @dataclass(frozen=True, eq=False)
 class Policy:
     queues: Mapping[str, QueueSpec]  # in the order written
     source: str = "policy"
+    defaults: PreemptionRules = field(default_factory=PreemptionRules)
+    evictions_per_minute: int = 10  # jobs gangplank evicts itself per minute, at most
+
+    def rules(self, queue: str | None) -> PreemptionRules:
+        """The preemption rules of a queue (the policy's defaults for pods in no queue)."""
+        spec = self.queues.get(queue) if queue is not None else None
+        return spec.rules if spec is not None and spec.rules is not None else self.defaults
 
     @cached_property
     def children(self) -> Mapping[str | None, tuple[str, ...]]:
@@ -176,7 +198,52 @@ def _names(
     return tuple(raw)
 
 
-def _queue(raw: Any, index: int, source: str) -> QueueSpec:
+def _duration(value: Any, source: str, where: str) -> float:
+    """Seconds from `90`, `"90s"`, `"10m"`, `"1h30m"`."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    match = _DURATION.match(value) if isinstance(value, str) and value else None
+    if match is None:
+        raise _fail(
+            source, where, f"{value!r} is not a duration (seconds, or like 90s, 10m, 1h30m)"
+        )
+    hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    return float(hours * 3600 + minutes * 60 + seconds)
+
+
+def _rules(
+    raw: Any, source: str, where: str, keys: set[str], base: PreemptionRules
+) -> tuple[PreemptionRules, Mapping[str, Any]]:
+    if raw is None:
+        return base, {}
+    if not isinstance(raw, Mapping):
+        raise _fail(source, where, f"must be a map ({', '.join(sorted(keys))})")
+    unknown = sorted(str(k) for k in raw if k not in keys)
+    if unknown:
+        raise _fail(
+            source, where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(keys))})"
+        )
+    flags = {}
+    for key in ("withinQueue", "reclaimable"):
+        value = raw.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise _fail(source, f"{where}.{key}", f"{value!r} must be true or false")
+        flags[key] = value
+    grace = raw.get("gracePeriodSeconds", base.grace_seconds)
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int) or grace < 0):
+        raise _fail(source, f"{where}.gracePeriodSeconds", f"{grace!r} must be a whole number >= 0")
+    rules = PreemptionRules(
+        within_queue=base.within_queue if flags["withinQueue"] is None else flags["withinQueue"],
+        reclaimable=base.reclaimable if flags["reclaimable"] is None else flags["reclaimable"],
+        min_runtime=_duration(raw["minRuntime"], source, f"{where}.minRuntime")
+        if "minRuntime" in raw
+        else base.min_runtime,
+        grace_seconds=grace,
+    )
+    return rules, raw
+
+
+def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> QueueSpec:
     if not isinstance(raw, Mapping):
         raise _fail(source, f"queues[{index}]", "must be a map with at least a name")
     name = raw.get("name")
@@ -218,6 +285,11 @@ def _queue(raw: Any, index: int, source: str) -> QueueSpec:
             raw.get("namespaces"), source, f"{where}: namespaces", _NAMESPACE_PATTERN, "namespace"
         ),
         aliases=_names(raw.get("aliases"), source, f"{where}: aliases", _ALIAS, "queue alias"),
+        rules=_rules(
+            raw.get("preemption"), source, f"{where}: preemption", PREEMPTION_KEYS, defaults
+        )[0]
+        if raw.get("preemption") is not None
+        else None,
     )
 
 
@@ -238,18 +310,28 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
         raise _fail(source, "apiVersion", f"{data.get('apiVersion')!r} is not {API_VERSION}")
     if data.get("kind", KIND) != KIND:
         raise _fail(source, "kind", f"{data.get('kind')!r} is not {KIND}")
+    defaults, top = _rules(
+        data.get("preemption"),
+        source,
+        "preemption",
+        TOP_PREEMPTION_KEYS,
+        PreemptionRules(),
+    )
+    rate = top.get("evictionsPerMinute", 10)
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 0 <= rate <= 10_000:
+        raise _fail(source, "preemption.evictionsPerMinute", f"{rate!r} must be 0 to 10000")
     raw_queues = data.get("queues") or []
     if not isinstance(raw_queues, list):
         raise _fail(source, "queues", "must be a list of queues")
     queues: dict[str, QueueSpec] = {}
     for i, raw in enumerate(raw_queues):
-        spec = _queue(raw, i, source)
+        spec = _queue(raw, i, source, defaults)
         if spec.name in queues:
             raise _fail(source, f"queue {spec.name}", "name used twice")
         queues[spec.name] = spec
     _check_tree(queues, source)
     _check_claims(queues, source)
-    return Policy(queues, source)
+    return Policy(queues, source, defaults, rate)
 
 
 def _check_tree(queues: Mapping[str, QueueSpec], source: str) -> None:

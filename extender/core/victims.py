@@ -1,0 +1,248 @@
+"""Victims: which running jobs may make room for a waiting job, and the fewest that do.
+
+A running job is a gang whole (all its bound members) or a pod alone: a gang is evicted whole or
+not at all, so no gang is left running in part.
+
+Never a victim: system pods (priority 1,000,000,000 and above), pods labelled
+`gangplank.io/preemptible: "false"` or `volcano.sh/preemptable: "false"` (one such member
+protects its whole gang), jobs that have run less than their queue's `minRuntime`.
+
+Two rules decide who may be a victim of whom:
+- **priority**: inside one queue whose rules allow it (`withinQueue`), or among pods in no queue,
+  a job of lower priority;
+- **reclaim**: for a job its queue admits within its guarantee, a job of another queue that runs
+  beyond that queue's guarantee (any priority), if that queue is `reclaimable`; evictions from a
+  queue stop where it would fall below its guarantee.
+
+The search plans the waiting job on capacity that counts the candidates as gone. If even all of
+them do not make room, nothing is evicted. Otherwise candidates are added in the rule's order
+until the job fits, then any that the plan does not need are dropped again, the costliest first:
+few jobs, then few GPU-hours already run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from extender.core.gang import job_key
+from extender.core.model import NodeInfo, PodInfo, Snapshot
+from extender.core.placement import how_many_fit, why_not_placeable
+from extender.core.planner import plan_gang
+from extender.core.policy import PreemptionRules
+
+SYSTEM_PRIORITY = 1_000_000_000
+OPT_OUTS = (("gangplank.io/preemptible", "false"), ("volcano.sh/preemptable", "false"))
+GPU = "nvidia.com/gpu"
+
+FreeOf = Callable[[NodeInfo], dict[str, int]]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunningJob:
+    key: str
+    queue: str | None
+    priority: int
+    started: float  # the earliest start of its pods
+    pods: tuple[PodInfo, ...]
+    freed: Mapping[str, Mapping[str, int]]  # node -> requests of its pods there
+
+    @property
+    def requests(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for amounts in self.freed.values():
+            for name, amount in amounts.items():
+                out[name] = out.get(name, 0) + amount
+        return out
+
+    def gpu_seconds(self, now: float) -> float:
+        return self.requests.get(GPU, 0) * max(0.0, now - self.started)
+
+    @property
+    def protected(self) -> str:
+        """Why no one may preempt it ("" when anyone the rules allow may)."""
+        for pod in self.pods:
+            if pod.priority >= SYSTEM_PRIORITY:
+                return f"pod {pod.key} is a system pod (priority {pod.priority})"
+            for key, value in OPT_OUTS:
+                if pod.labels.get(key, "").lower() == value:
+                    return f"pod {pod.key} is labelled {key}: {value!r}"
+        return ""
+
+
+def running_jobs(snapshot: Snapshot, queue_of: Callable[[PodInfo], str | None]) -> list[RunningJob]:
+    """Every job with pods running (bound, not finished, not being deleted)."""
+    grouped: dict[str, list[PodInfo]] = {}
+    for node in snapshot.nodes.values():
+        for pod in node.pods:
+            if pod.active:
+                grouped.setdefault(job_key(pod), []).append(pod)
+    jobs = []
+    for key, pods in grouped.items():
+        freed: dict[str, dict[str, int]] = {}
+        for pod in pods:
+            assert pod.node_name is not None
+            on_node = freed.setdefault(pod.node_name, {})
+            for name, amount in pod.requests.items():
+                on_node[name] = on_node.get(name, 0) + amount
+        jobs.append(
+            RunningJob(
+                key=key,
+                queue=queue_of(pods[0]),
+                priority=max(p.priority for p in pods),
+                started=min(p.started or p.created for p in pods),
+                pods=tuple(pods),
+                freed=freed,
+            )
+        )
+    return jobs
+
+
+@dataclass
+class PreemptionPlan:
+    assignments: dict[str, str]  # preemptor pod uid -> node
+    victims: list[RunningJob] = field(default_factory=list)
+
+    @property
+    def victim_pods(self) -> list[PodInfo]:
+        return [p for v in self.victims for p in v.pods]
+
+
+def _with_freed(free_of: FreeOf, freed: Mapping[str, dict[str, int]]) -> FreeOf:
+    def free(node: NodeInfo) -> dict[str, int]:
+        room = dict(free_of(node))
+        for name, amount in freed.get(node.name, {}).items():
+            room[name] = room.get(name, 0) + amount
+        return room
+
+    return free
+
+
+def find_victims(
+    snapshot: Snapshot,
+    pods: Sequence[PodInfo],
+    needed: int,
+    free_of: FreeOf,
+    candidates: Iterable[RunningJob],
+    now: float,
+) -> PreemptionPlan | None:
+    """The fewest `candidates` (in the order given: the rule's preference) whose eviction lets
+    `needed` of `pods` be placed; None when even all of them would not make room."""
+    if not pods:
+        return None
+    shapes = {(tuple(sorted(p.node_selector.items())), p.tolerations, p.affinity): p for p in pods}
+    placeable = {
+        name: node
+        for name, node in snapshot.nodes.items()
+        if any(not why_not_placeable(sample, node) for sample in shapes.values())
+    }
+    smallest = min(pods, key=lambda p: sum(p.requests.values())).requests
+    base = {name: free_of(node) for name, node in placeable.items()}
+    roomy = {name for name, room in base.items() if how_many_fit(smallest, room)}
+    useful = [c for c in candidates if any(node in placeable for node in c.freed)]
+
+    def attempt(chosen: Sequence[RunningJob]) -> dict[str, str] | None:
+        freed: dict[str, dict[str, int]] = {}
+        for job in chosen:
+            for node, amounts in job.freed.items():
+                if node in placeable:
+                    room = freed.setdefault(node, {})
+                    for name, amount in amounts.items():
+                        room[name] = room.get(name, 0) + amount
+        nodes = {n: placeable[n] for n in roomy | freed.keys()}
+        view = replace(snapshot, nodes=nodes)
+        result = plan_gang(view, list(pods), needed, _with_freed(lambda n: base[n.name], freed))
+        return result.assignments if result.ok else None
+
+    if attempt(useful) is None:
+        return None
+    # A plan is tried only once the totals could cover the job: planning costs milliseconds.
+    wanted: dict[str, int] = {}
+    for pod in sorted(pods, key=lambda p: sum(p.requests.values()))[:needed]:
+        for name, amount in pod.requests.items():
+            wanted[name] = wanted.get(name, 0) + amount
+    have = {k: sum(room.get(k, 0) for room in base.values()) for k in wanted}
+    chosen: list[RunningJob] = []
+    assignments: dict[str, str] | None = None
+    for job in useful:
+        chosen.append(job)
+        for node, amounts in job.freed.items():
+            if node in placeable:
+                for name in wanted:
+                    have[name] += amounts.get(name, 0)
+        if any(have[k] < v for k, v in wanted.items()):
+            continue
+        assignments = attempt(chosen)
+        if assignments is not None:
+            break
+    assert assignments is not None
+    # Drop what the plan turns out not to need, the costliest first.
+    for job in sorted(chosen, key=lambda j: (len(j.pods), j.gpu_seconds(now)), reverse=True):
+        if len(chosen) == 1:
+            break
+        trial = [j for j in chosen if j is not job]
+        found = attempt(trial)
+        if found is not None:
+            chosen, assignments = trial, found
+    return PreemptionPlan(assignments, chosen)
+
+
+RulesOf = Callable[[str | None], PreemptionRules]
+
+
+def _may_go(job: RunningJob, rules_of: RulesOf, now: float) -> bool:
+    return not job.protected and now - job.started >= rules_of(job.queue).min_runtime
+
+
+def priority_candidates(
+    jobs: Iterable[RunningJob],
+    queue: str | None,
+    priority: int,
+    rules_of: RulesOf,
+    now: float,
+) -> list[RunningJob]:
+    """Jobs of the same queue (or of no queue) with lower priority, cheapest first: lowest
+    priority, then the ones that free the most GPUs (fewest jobs), then the least GPU-time run."""
+    if queue is not None and not rules_of(queue).within_queue:
+        return []
+    found = [
+        j for j in jobs if j.queue == queue and j.priority < priority and _may_go(j, rules_of, now)
+    ]
+    found.sort(key=lambda j: (j.priority, -j.requests.get(GPU, 0), j.gpu_seconds(now), j.key))
+    return found
+
+
+def reclaim_candidates(
+    jobs: Iterable[RunningJob],
+    queue: str,
+    borrowed: Callable[[str], Mapping[str, int]],
+    governed: Iterable[str],
+    rules_of: RulesOf,
+    now: float,
+) -> list[RunningJob]:
+    """Jobs that other queues run beyond their guarantee (any priority), lowest priority then
+    newest first, no more from a queue than it borrowed (it never falls below its guarantee)."""
+    governed = set(governed)
+    ordered = sorted(
+        (
+            j
+            for j in jobs
+            if j.queue is not None
+            and j.queue != queue
+            and rules_of(j.queue).reclaimable
+            and _may_go(j, rules_of, now)
+        ),
+        key=lambda j: (j.priority, -j.started, j.key),
+    )
+    left: dict[str, dict[str, int]] = {}
+    found = []
+    for job in ordered:
+        assert job.queue is not None
+        room = left.setdefault(job.queue, dict(borrowed(job.queue)))
+        taking = {k: v for k, v in job.requests.items() if k in governed and v > 0}
+        if not taking or any(room.get(k, 0) < v for k, v in taking.items()):
+            continue
+        for name, amount in taking.items():
+            room[name] -= amount
+        found.append(job)
+    return found
