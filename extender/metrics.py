@@ -151,6 +151,40 @@ class Metrics:
             registry=r,
         )
 
+        self.evictions = Counter(
+            "gangplank_preemption_evictions",
+            "Pods gangplank evicted itself, by the victim's queue (empty: none), rule (priority, "
+            "reclaim) and outcome (evicted, blocked by a PodDisruptionBudget, gone, failed).",
+            ["queue", "rule", "outcome"],
+            registry=r,
+        )
+        self.lost = Counter(
+            "gangplank_preemption_victim_gpu_seconds",
+            "GPU-seconds the evicted jobs had run (work lost unless they checkpointed).",
+            ["queue", "rule"],
+            registry=r,
+        )
+        self.preemption_wait = Histogram(
+            "gangplank_preemption_wait_seconds",
+            "A preempting job's wait: before (created -> victims chosen) and after (chosen -> "
+            "running).",
+            ["phase"],
+            buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 21600),
+            registry=r,
+        )
+
+    def evicted(self, queue: str, rule: str, outcome: str, pods: int) -> None:
+        self.evictions.labels(queue, rule, outcome).inc(pods)
+
+    def gpu_seconds_lost(self, queue: str, rule: str, seconds: float) -> None:
+        self.lost.labels(queue, rule).inc(seconds)
+
+    def record_preemption(self, outcomes: Any) -> None:
+        for seconds in outcomes.waits_before:
+            self.preemption_wait.labels("before").observe(seconds)
+        for seconds in outcomes.waits_after:
+            self.preemption_wait.labels("after").observe(seconds)
+
     def policy_loaded(self, policy: Any) -> None:
         self.policy_valid.set(1)
         self.policy_queues.set(len(policy.queues) if policy is not None else 0)

@@ -21,7 +21,9 @@ from extender.cache.store import ClusterStore
 from extender.core.coordinator import Coordinator
 from extender.core.gang_scheduler import GangConfig, GangScheduler
 from extender.core.policy import Policy
+from extender.core.preemption import Eviction
 from extender.core.queue_report import collect_report, queue_numbers, render_report
+from extender.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kicker import (
     AlwaysLeader,
     ApiPatcher,
@@ -56,6 +58,7 @@ class Runtime:
         policy: Policy | None = None,
         policy_path: str | None = None,
         scheduler_names: frozenset[str] = frozenset({"gangplank"}),
+        evictor: Evictor | None = None,
     ) -> None:
         self.store = store
         self.binder = binder
@@ -65,6 +68,7 @@ class Runtime:
         if policy is None and policy_path and Path(policy_path).exists():
             policy = load_policy(policy_path)
         self.scheduler = Coordinator(self.gangs, policy, scheduler_names)
+        self.evictor: Evictor = evictor or LogEvictor()
         # One lock for the decision state: a plan is made and read whole.
         self.lock = threading.Lock()
         self.policy_watcher = (
@@ -124,10 +128,36 @@ class Runtime:
             return queue_numbers(self.scheduler, self.store.snapshot())
 
     def kick_candidates(self) -> list[tuple[str, str]]:
+        """The periodic pass (only while this replica's scheduler leads): holds, nudges,
+        reclaim planning, and the evictions planned since the last pass."""
         with self.lock:
             refs = self.scheduler.kick_candidates(self.store.snapshot(), self.clock())
+            evictions = self.scheduler.take_evictions()
+        self.carry_out(evictions)
         self.publish()
         return refs
+
+    def carry_out(self, evictions: list[Eviction]) -> None:
+        jobs: dict[str, list[Eviction]] = {}
+        for eviction in evictions:
+            jobs.setdefault(eviction.job, []).append(eviction)
+        for pods in jobs.values():
+            outcome = self.evictor.evict(pods)
+            first = pods[0]
+            log.info(
+                "%s %d pod(s) of %s (%s, queue %s): %s",
+                outcome,
+                len(pods),
+                first.job.split(":", 1)[1],
+                first.rule,
+                first.queue or "-",
+                first.message,
+            )
+            self.metrics.evicted(first.queue, first.rule, outcome, len(pods))
+            if outcome == "evicted":
+                self.metrics.gpu_seconds_lost(
+                    first.queue, first.rule, sum(e.gpu_seconds for e in pods)
+                )
 
     def gang_counts(self) -> tuple[dict[str, int], int]:
         with self.lock:
@@ -138,8 +168,10 @@ class Runtime:
         with self.lock:
             outcomes = self.gangs.take_outcomes()
             queue_outcomes = self.scheduler.take_queue_outcomes()
+            preemption = self.scheduler.preemption.take_outcomes()
         self.metrics.record_gang_outcomes(outcomes)
         self.metrics.record_queue_outcomes(queue_outcomes)
+        self.metrics.record_preemption(preemption)
 
     def _contacts(self) -> list[tuple[str, float, bool]]:
         return [(r.kind, r.last_contact, r.synced.is_set()) for r in self.reflectors]
@@ -270,5 +302,6 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         gangs=gangs,
         patcher=ApiPatcher(client.CoreV1Api(bind_client)),
         leadership=leadership,
+        evictor=ApiEvictor(client.CoreV1Api(bind_client)),
         **queues,
     )

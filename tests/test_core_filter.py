@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from extender.core.filter import decide_filter
 from extender.core.model import Snapshot
-from extender.core.preempt import Victims, decide_preemption
 from extender.core.prioritize import clamp_score, decide_scores
 from extender.core.workload import is_managed
 from tests.builders import node_info, pod_info
@@ -43,8 +42,3 @@ def test_scores_are_integers_from_0_to_10() -> None:
     assert [clamp_score(s) for s in (-3, 4.6, 99)] == [0, 5, 10]
     scores = decide_scores(SNAP, pod_info(), ["n1", "n2"])
     assert (scores.of("n1"), scores.of("n2")) == (0, 0)
-
-
-def test_preemption_keeps_candidates_but_never_a_node_without_victims() -> None:
-    kept = decide_preemption(SNAP, pod_info(), {"n1": Victims(("u1",)), "n2": Victims(())})
-    assert kept == {"n1": Victims(("u1",))}

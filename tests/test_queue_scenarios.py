@@ -73,7 +73,9 @@ def test_a_queue_borrows_idle_gpus_and_stops_when_the_lender_has_work_waiting(
     api: FakeApiServer,
 ) -> None:
     add_nodes(api, 5)
-    rules = policy(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(32)))
+    # Without reclaim (tested on its own), borrowing only stops: nothing is taken back.
+    borrower = {**queue("a", guarantee=gpus(8)), "preemption": {"reclaimable": False}}
+    rules = policy(borrower, queue("b", guarantee=gpus(32)))
     with Extender(api, policy=rules) as extender:
         scheduler = KubeScheduler(api, extender)
         create(api, *(job(f"a{i}", "a") for i in range(3)))

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import orjson
 import pytest
 from flask.testing import FlaskClient
 
+from extender.binder import StoreBinder
+from extender.cache.handlers import handlers_for
+from extender.metrics import Metrics
+from extender.runtime import Runtime
+from extender.web.app import create_app
 from tests.builders import fixture
+from tests.conftest import fixture_store
 from tests.kube_scheduler import (
     check_bind_answer,
     check_filter_answer,
@@ -76,18 +83,51 @@ def test_prioritize_fixture_gets_integer_scores_for_every_node(
     assert len(set(scores.values())) == 1, "no policy yet: the same score everywhere"
 
 
+def victim_pods(request: dict[str, Any], opt_out: str = "") -> list[dict[str, Any]]:
+    """The victims kube-scheduler proposed, as running pods of the cache (the full pods of
+    preempt.victims.json, with the UIDs of `request`)."""
+    full = fixture("preempt.victims.json")["NodeNameToVictims"]
+    meta = request.get("NodeNameToMetaVictims") or {
+        n: {"Pods": [{"UID": p["metadata"]["uid"]} for p in v["Pods"]]}
+        for n, v in request["NodeNameToVictims"].items()
+    }
+    out = []
+    for node_name, victims in full.items():
+        raw = copy.deepcopy(victims["Pods"][0])
+        raw["metadata"]["uid"] = meta[node_name]["Pods"][0]["UID"]
+        raw["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+        if raw["metadata"]["name"] == opt_out:
+            raw["metadata"]["labels"]["gangplank.io/preemptible"] = "false"
+        out.append(raw)
+    return out
+
+
+def preempt_client(request: dict[str, Any], opt_out: str = "") -> FlaskClient:
+    store = fixture_store()
+    handlers_for(store)["pods"].replace(victim_pods(request, opt_out))
+    return create_app(Runtime(store, StoreBinder(), Metrics(), preloaded=True)).test_client()
+
+
 @pytest.mark.parametrize(
     "name",
     ["preempt.victims.json", "preempt.metavictims.json"],
     ids=["preempt with full victim pods", "preempt with victim UIDs"],
 )
-def test_preempt_fixture_keeps_kube_schedulers_candidates_as_meta_victims(
-    client: FlaskClient, name: str
-) -> None:
+def test_preempt_fixture_keeps_kube_schedulers_candidates_the_rules_allow(name: str) -> None:
     request = fixture(name)
-    status, answer = post(client, "preempt", request)
+    status, answer = post(preempt_client(request), "preempt", request)
     kept = check_preempt_answer(request, status, answer)
-    assert set(kept) == {"n1", "n2", "n3"}
+    assert set(kept) == {"n1", "n2", "n3"}, "lower-priority pods alone: all allowed"
+    status, answer = post(preempt_client(request, opt_out="low-2"), "preempt", request)
+    assert set(check_preempt_answer(request, status, answer)) == {"n1", "n3"}, (
+        "a pod that opted out is no victim, and its node no candidate"
+    )
+
+
+def test_victims_gangplank_has_not_seen_are_not_proposed(client: FlaskClient) -> None:
+    request = fixture("preempt.metavictims.json")
+    status, answer = post(client, "preempt", request)
+    assert check_preempt_answer(request, status, answer) == {}
 
 
 def test_bind_fixture_is_bound_without_error(client: FlaskClient) -> None:

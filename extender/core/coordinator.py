@@ -11,9 +11,11 @@ refused by quota are nudged when they would now be admitted (a pod finished, the
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from extender.core.admission import ADMITTED, Verdict, check_quota, check_state
@@ -23,7 +25,10 @@ from extender.core.filter import FilterResult
 from extender.core.gang import job_key, job_name, resolve_gang
 from extender.core.gang_scheduler import GangScheduler
 from extender.core.model import PodInfo, Snapshot
+from extender.core.planner import plan_gang
 from extender.core.policy import Policy
+from extender.core.preempt import Victims
+from extender.core.preemption import Eviction, Preemption
 from extender.core.prioritize import NodeScores
 from extender.core.queues import QueueBook, WaitingJob
 from extender.core.resources import total
@@ -32,6 +37,7 @@ from extender.core.workload import queue_label
 IN_FLIGHT_SECONDS = 30.0  # an admitted pod counts against its queue this long before it binds
 FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is forgotten after this
 HEAD_TRIES = 64  # jobs looked at for the head of the line (the first few are refused by quota)
+RECLAIM_TRIES = 2  # jobs of the line looked at for preemption per pass (a dry run each)
 
 
 @dataclass
@@ -59,6 +65,9 @@ class Coordinator:
         scheduler_names: Collection[str] = ("gangplank",),
     ) -> None:
         self.gangs = gangs or GangScheduler()
+        self.preemption = Preemption(self.gangs)
+        self._now = 0.0  # the time of the last call that told it (bind carries none)
+        self._reclaimed_at = float("-inf")
         self.scheduler_names = frozenset(scheduler_names)
         self.policy: Policy | None = None
         self.book: QueueBook | None = None
@@ -117,8 +126,9 @@ class Coordinator:
         self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], now: float
     ) -> FilterResult:
         policy = self.policy
+        self._now = now
         if policy is None:
-            return self.gangs.filter(snapshot, pod, names, now)
+            return self._place(snapshot, job_key(pod), pod, names, now)
         label_key, label = queue_label(pod)
         queue, problem = policy.resolve(label, pod.namespace, label_key)
         key = job_key(pod)
@@ -147,7 +157,7 @@ class Coordinator:
         if not verdict.ok:
             return self._refuse(key, pod, names, queue, verdict.rule, verdict.reason, now)
         self.refused.pop(key, None)
-        result = self._place(snapshot, key, pod, names, now)
+        result = self._place(snapshot, key, pod, names, now, queue)
         if result.passed:
             self._admitted(key, pod, queue, now)
         if result.passed and key not in self.admitted:
@@ -175,6 +185,12 @@ class Coordinator:
             verdict = check_quota(self._book(snapshot), queue, request, job_name(key))
         return verdict
 
+    def _lacks_room(self, key: str, pod: PodInfo) -> bool:
+        """Whether the gang scheduler just refused the pod's gang for want of room."""
+        waiting = self.gangs.waiting.get(key)
+        found = waiting.rejected.get(pod.uid) if waiting is not None else None
+        return found is not None and found[2] == "no-room" and key not in self.gangs.plans
+
     def _admitted(self, key: str, pod: PodInfo, queue: str, now: float) -> None:
         self.admitted_pods[pod.uid] = (pod, now)
         if key.startswith("pod:"):
@@ -186,9 +202,24 @@ class Coordinator:
         return (pod,) if key.startswith("pod:") else snapshot.groups.get(key, (pod,))
 
     def _place(
-        self, snapshot: Snapshot, key: str, pod: PodInfo, names: Sequence[str], now: float
+        self,
+        snapshot: Snapshot,
+        key: str,
+        pod: PodInfo,
+        names: Sequence[str],
+        now: float,
+        queue: str | None = None,
     ) -> FilterResult:
         result = self.gangs.filter(snapshot, pod, names, now)
+        if not result.passed and self._lacks_room(key, pod):
+            gang = resolve_gang(snapshot, key, asking=pod)
+            if not gang.problem and len(gang.members) >= gang.size:
+                needed = gang.size - len(gang.bound)
+                book = self._book(snapshot) if self.policy is not None else None
+                if self.preemption.plan(
+                    snapshot, key, gang.pending, needed, queue, now, self.policy, book
+                ):
+                    result = self.gangs.filter(snapshot, pod, names, now)
         if not result.passed and self.policy is not None:
             reason = next(iter({**result.unresolvable, **result.failed}.values()), "")
             if reason:
@@ -223,10 +254,50 @@ class Coordinator:
     def bound(self, request: BindRequest) -> PodInfo | None:
         """A pod was bound; returns it as admitted (for the cache to count it before the watch
         delivers it), or None when gangplank did not admit it."""
+        planned = [k for k, plan in self.gangs.plans.items() if request.uid in plan.assignments]
         self.gangs.bound(request)
+        for key in planned:
+            plan = self.gangs.plans.get(key)
+            if plan is None or not plan.assignments:
+                self.preemption.started(key, self._now)
         self.in_flight.pop(request.uid, None)
         found = self.admitted_pods.pop(request.uid, None)
         return found[0] if found is not None else None
+
+    def preempt(
+        self, snapshot: Snapshot, pod: PodInfo, candidates: Mapping[str, Victims], now: float
+    ) -> dict[str, Victims]:
+        """kube-scheduler's preemption candidates, narrowed to what the rules allow."""
+        book = self._book(snapshot) if self.policy is not None else None
+        return self.preemption.narrow(snapshot, pod, candidates, now, self.policy, book)
+
+    def take_evictions(self) -> list[Eviction]:
+        return self.preemption.take_evictions()
+
+    def _reclaim_pass(self, snapshot: Snapshot, book: QueueBook, now: float) -> None:
+        """The first jobs of the fair line that their queue admits but that do not fit (pods
+        kube-scheduler never sends: no node has room) may preempt or reclaim."""
+        if now - self._reclaimed_at < self.gangs.config.kick_interval_seconds:
+            return
+        self._reclaimed_at = now
+        for job in itertools.islice(self.admissible(book), RECLAIM_TRIES):
+            pending = sorted(job.pods, key=lambda p: (p.created, p.name))
+            needed = len(pending)
+            if not job.key.startswith("pod:"):
+                gang = resolve_gang(snapshot, job.key)
+                if gang.problem or len(gang.members) < gang.size:
+                    continue
+                needed = gang.size - len(gang.bound)
+            free = partial(
+                self.gangs.free_for,
+                gang_key=job.key,
+                only={r for p in pending for r in p.requests},
+            )
+            if plan_gang(snapshot, pending, needed, free).ok:
+                continue  # it fits: kube-scheduler will place it
+            self.preemption.plan(
+                snapshot, job.key, pending, needed, job.queue, now, self.policy, book
+            )
 
     # ---- the line, holds and nudges ------------------------------------------
     def admissible(self, book: QueueBook) -> Iterator[WaitingJob]:
@@ -245,9 +316,12 @@ class Coordinator:
     def kick_candidates(self, snapshot: Snapshot, now: float) -> list[tuple[str, str]]:
         """Parked pods kube-scheduler should retry now: gang members whose gang can go ahead, and
         jobs refused by quota that their queue would admit now."""
+        self._now = now
         refs = self.gangs.kick_candidates(snapshot, now)
         if self.policy is None:
             return refs
+        book = self._book(snapshot)
+        self._reclaim_pass(snapshot, book, now)
         book = self._book(snapshot)
         self._manage_hold(snapshot, book, now)
         changed, self._policy_changed = self._policy_changed, False

@@ -25,7 +25,7 @@ from functools import partial
 
 from extender.core.bind import BindDecision, BindRequest
 from extender.core.filter import FilterResult, decide_filter
-from extender.core.gang import Gang, group_key, job_name, resolve_gang
+from extender.core.gang import Gang, group_key, job_key, job_name, resolve_gang
 from extender.core.hold import Hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.placement import fits, why_not_placeable
@@ -52,6 +52,18 @@ class Plan:
     deadline: float
     last_member_created: float
     seen: set[str] = field(default_factory=set)  # members the cache has shown (uids)
+    # Made by preemption: pods (uid -> node) that must leave before the members fit there.
+    victims: dict[str, str] = field(default_factory=dict)
+
+    def leaving(self, snapshot: Snapshot) -> int:
+        """How many of its victims still hold resources. Its members wait for all of them, so
+        the job starts whole or (if an eviction is refused) not at all."""
+        count = 0
+        for node in set(self.victims.values()):
+            info = snapshot.nodes.get(node)
+            if info is not None:
+                count += sum(1 for p in info.pods if self.victims.get(p.uid) == node)
+        return count
 
 
 @dataclass
@@ -179,6 +191,9 @@ class GangScheduler:
         self.sync(snapshot, now)
         key = group_key(pod)
         if key is None:
+            solo = self.plans.get(f"pod:{pod.key}")
+            if solo is not None and pod.uid in solo.assignments:
+                return self._planned_answer(snapshot, solo, pod, names)
             return self._filter_other(snapshot, pod, names, f"pod:{pod.key}")
         gang = resolve_gang(snapshot, key, asking=pod)
         if gang.problem:
@@ -186,8 +201,8 @@ class GangScheduler:
         plan = self.plans.get(key)
         if plan is not None and pod.uid in plan.assignments:
             node = plan.assignments[pod.uid]
-            if node in names:
-                return self._admit(gang, node, names)
+            if node in names or plan.leaving(snapshot):
+                return self._planned_answer(snapshot, plan, pod, names)
             # kube-scheduler's own filters refuse the planned node (something gangplank does
             # not model, such as pod affinity or a volume): plan again without it.
             self.avoid.setdefault(key, {}).setdefault(pod.uid, set()).add(node)
@@ -275,6 +290,51 @@ class GangScheduler:
         if node is None:  # the gang is placed without this extra pod; the plan stands
             return self._reject_extra(gang, pod, names, now)
         return self._admit(gang, node, names)
+
+    def _planned_answer(
+        self, snapshot: Snapshot, plan: Plan, pod: PodInfo, names: Sequence[str]
+    ) -> FilterResult:
+        """A planned pod passes its node only; while pods preempted for it still run there, it
+        waits (every node unresolvable: kube-scheduler must not preempt anyone else for it)."""
+        node = plan.assignments[pod.uid]
+        leaving = plan.leaving(snapshot)
+        if not leaving and node in names:
+            return FilterResult(passed=[node])
+        reason = (
+            f"{job_name(plan.key)}: planned on node {node}, waiting for {leaving} preempted "
+            f"pod{'s' if leaving != 1 else ''} to leave (its pods start together)"
+            if leaving
+            else f"{job_name(plan.key)}: planned on node {node}, which kube-scheduler did not offer"
+        )
+        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
+
+    def install_plan(
+        self,
+        key: str,
+        pods: Sequence[PodInfo],
+        assignments: Mapping[str, str],
+        victims: Mapping[str, str],
+        deadline: float,
+    ) -> None:
+        """Reserve `assignments` for job `key` (made by preemption: `victims` must leave first)."""
+        requests = {p.uid: p.requests for p in pods if p.uid in assignments}
+        self.plans[key] = Plan(
+            key=key,
+            assignments=dict(assignments),
+            requests=requests,
+            deadline=deadline,
+            last_member_created=max((p.created for p in pods), default=0.0),
+            victims=dict(victims),
+        )
+        self.outcomes.planned += 1
+        if self.hold is not None and self.hold.key == key:
+            self.hold = None
+        waiting = self.waiting.pop(key, None)
+        if waiting is not None:
+            self._planned_parked.update(
+                {uid: (ns, name) for uid, (ns, name, _) in waiting.rejected.items()}
+            )
+        self._reindex()
 
     def _add_to_plan(
         self,
@@ -424,10 +484,9 @@ class GangScheduler:
 
     # ---- prioritize and bind ------------------------------------------
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
-        key = group_key(pod)
-        plan = self.plans.get(key) if key else None
-        if plan is not None and pod.uid in plan.assignments:
-            return NodeScores(0, {plan.assignments[pod.uid]: MAX_SCORE})
+        node = self.planned_node(pod)
+        if node is not None:
+            return NodeScores(0, {node: MAX_SCORE})
         return decide_scores(snapshot, pod, names)
 
     def check_bind(self, request: BindRequest) -> BindDecision:
@@ -504,8 +563,7 @@ class GangScheduler:
         return out
 
     def planned_node(self, pod: PodInfo) -> str | None:
-        key = group_key(pod)
-        plan = self.plans.get(key) if key else None
+        plan = self.plans.get(job_key(pod))
         return plan.assignments.get(pod.uid) if plan is not None else None
 
     def reservations(self) -> dict[str, dict[str, int]]:
@@ -526,12 +584,23 @@ class GangScheduler:
         return sum(len(p.assignments) for p in self.plans.values())
 
     def gang_counts(self, snapshot: Snapshot) -> dict[str, int]:
-        """Gangs waiting, planned and running (all members bound)."""
-        running = 0
+        """Gangs waiting, planned, running (all members bound), and partial: running with fewer
+        members than their size and no plan to complete them (should read zero)."""
+        running = partial_ = 0
         for key, pods in snapshot.groups.items():
             if key in self.plans or key in self.waiting:
                 continue
             members = [p for p in pods if p.active]
-            if members and all(p.node_name for p in members):
+            bound = [p for p in members if p.node_name]
+            if members and len(bound) == len(members):
                 running += 1
-        return {"waiting": len(self.waiting), "planned": len(self.plans), "running": running}
+            if bound:
+                gang = resolve_gang(snapshot, key)
+                if not gang.problem and len(bound) < gang.size:
+                    partial_ += 1
+        return {
+            "waiting": len(self.waiting),
+            "planned": len(self.plans),
+            "running": running,
+            "partial": partial_,
+        }

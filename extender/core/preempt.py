@@ -1,7 +1,7 @@
-"""Preempt: narrow kube-scheduler's candidate nodes and victims.
+"""Preempt: what kube-scheduler proposes — victims per candidate node.
 
 The extender may only drop nodes or drop victims; a node it keeps must keep at least one victim.
-Until preemption policy exists, every candidate with victims is kept as proposed.
+The decision is `preemption.Preemption.narrow`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,3 @@ class Victims:
 
     uids: tuple[str, ...]
     pdb_violations: int = 0
-
-
-def decide_preemption(
-    snapshot: Snapshot, preemptor: PodInfo, candidates: Mapping[str, Victims]
-) -> dict[str, Victims]:
-    return {node: victims for node, victims in candidates.items() if victims.uids}

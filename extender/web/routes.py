@@ -11,7 +11,6 @@ from flask import Blueprint, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender.binder import BindError
-from extender.core.preempt import decide_preemption
 from extender.runtime import Runtime
 from extender.web import wire
 
@@ -69,7 +68,10 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
     def preempt(body: dict[str, Any]) -> Response:
         pod = wire.parse_pod(body)
         candidates = wire.parse_victims(body)
-        kept = decide_preemption(runtime.store.snapshot(), pod, candidates)
+        with runtime.lock:
+            kept = runtime.scheduler.preempt(
+                runtime.store.snapshot(), pod, candidates, runtime.clock()
+            )
         return json_response(wire.preempt_answer(kept))
 
     def bind(body: dict[str, Any]) -> Response:

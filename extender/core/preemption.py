@@ -1,0 +1,293 @@
+"""Preemption and reclaim: when a waiting job may take running jobs' place, plan it whole first.
+
+`Preemption.plan` is asked about a job that its queue admits but that does not fit: it searches
+victims (`victims.find_victims`) by the priority rule, then — if the job keeps its queue within its
+guarantee — by the reclaim rule. A plan found becomes the job's reservation (the capacity the
+victims free is kept for it, nobody else takes it) and its victims' pods are queued for eviction,
+which the runtime carries out through the Eviction API (PodDisruptionBudgets hold) while its
+scheduler leads. Evictions come at a bounded rate (`evictionsPerMinute` jobs), so the cluster
+never thrashes.
+
+`Preemption.narrow` answers kube-scheduler's preempt verb (its own preemption, for pods it found
+no node for): a planned job keeps only its planned victims on its planned nodes; any other pod
+keeps only victims the rules allow, never a gang member (a gang goes whole, by gangplank's own
+plan), and only nodes where what is kept makes room.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from extender.core.gang import job_key, job_name
+from extender.core.gang_scheduler import GangScheduler
+from extender.core.model import PodInfo, Snapshot
+from extender.core.placement import fits
+from extender.core.policy import Policy, PreemptionRules
+from extender.core.preempt import Victims
+from extender.core.quantity import format_amount
+from extender.core.queues import QueueBook
+from extender.core.victims import (
+    GPU,
+    PreemptionPlan,
+    RunningJob,
+    find_victims,
+    priority_candidates,
+    reclaim_candidates,
+    running_jobs,
+)
+from extender.core.workload import queue_key
+
+NO_POLICY_RATE = 10  # jobs evicted per minute when no policy says otherwise
+
+RulesOf = Callable[[str | None], PreemptionRules]
+QueueOf = Callable[[PodInfo], str | None]
+
+
+def _default_rules(queue: str | None) -> PreemptionRules:
+    return PreemptionRules()
+
+
+def _no_queue(pod: PodInfo) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """One pod to evict, with what to tell the people involved."""
+
+    job: str  # the victim job (its pods go together)
+    namespace: str
+    name: str
+    uid: str
+    grace_seconds: int | None
+    rule: str  # priority or reclaim
+    queue: str  # the victim's queue ("" for none)
+    gpu_seconds: float  # what the victim's job had run, shared among its pods
+    message: str  # the Event on the victim
+    preemptor: tuple[str, str]  # namespace, name of the preemptor's first pod
+    preemptor_message: str  # the Event on the preemptor (sent once, with its first victim)
+
+
+@dataclass
+class PreemptionOutcomes:
+    waits_before: list[float] = field(default_factory=list)  # job created -> preemption decided
+    waits_after: list[float] = field(default_factory=list)  # decided -> job running
+
+
+class Preemption:
+    def __init__(self, gangs: GangScheduler) -> None:
+        self.gangs = gangs
+        self.pending: list[Eviction] = []
+        self.recent: deque[float] = deque()  # when each victim job was chosen
+        self.decided: dict[str, float] = {}  # preemptor job -> when its plan was made
+        self.outcomes = PreemptionOutcomes()
+
+    # ---- rules ------------------------------------------
+    @staticmethod
+    def rules_of(policy: Policy | None) -> RulesOf:
+        return policy.rules if policy is not None else _default_rules
+
+    def _budget(self, policy: Policy | None, now: float) -> int:
+        while self.recent and self.recent[0] < now - 60.0:
+            self.recent.popleft()
+        rate = policy.evictions_per_minute if policy is not None else NO_POLICY_RATE
+        return rate - len(self.recent)
+
+    # ---- planning ------------------------------------------
+    def plan(
+        self,
+        snapshot: Snapshot,
+        key: str,
+        pods: Sequence[PodInfo],
+        needed: int,
+        queue: str | None,
+        now: float,
+        policy: Policy | None,
+        book: QueueBook | None,
+    ) -> int:
+        """Plan job `key` (its pending `pods`, `needed` of them) on what victims would free;
+        returns how many jobs it evicts (0: no plan, nothing evicted)."""
+        budget = self._budget(policy, now)
+        if budget <= 0 or not pods or key in self.gangs.plans:
+            return 0
+        rules_of = self.rules_of(policy)
+        leaving = {uid for plan in self.gangs.plans.values() for uid in plan.victims}
+        jobs = [
+            j
+            for j in running_jobs(snapshot, self._queue_of(book))
+            if not any(p.uid in leaving for p in j.pods)
+        ]
+        free = partial(self.gangs.free_for, gang_key=key)
+        priority = max(p.priority for p in pods)
+        found: PreemptionPlan | None = None
+        rule = "priority"
+        candidates = priority_candidates(jobs, queue, priority, rules_of, now)
+        if candidates:
+            found = find_victims(snapshot, pods, needed, free, candidates, now)
+        if found is None and queue is not None and book is not None:
+            request: dict[str, int] = {}
+            for pod in pods:
+                for name, amount in pod.requests.items():
+                    request[name] = request.get(name, 0) + amount
+            if self._within_guarantee(book, queue, request):
+                rule = "reclaim"
+                candidates = reclaim_candidates(
+                    jobs, queue, book.borrowed, book.governed, rules_of, now
+                )
+                if candidates:
+                    found = find_victims(snapshot, pods, needed, free, candidates, now)
+        if found is None or len(found.victims) > budget:
+            return 0
+        grace = max((rules_of(v.queue).grace_seconds or 30 for v in found.victims), default=30)
+        self.gangs.install_plan(
+            key,
+            pods,
+            found.assignments,
+            {p.uid: p.node_name or "" for p in found.victim_pods},
+            deadline=now + self.gangs.config.reservation_seconds + grace,
+        )
+        self.recent.extend([now] * len(found.victims))
+        self.decided[key] = now
+        created = min(p.created for p in pods)
+        self.outcomes.waits_before.append(max(0.0, now - created))
+        self._queue_evictions(found.victims, key, pods, queue, rule, rules_of, book, now)
+        return len(found.victims)
+
+    @staticmethod
+    def _queue_of(book: QueueBook | None) -> QueueOf:
+        if book is None:
+            return _no_queue
+        return lambda pod: book.queue_of_key(queue_key(pod))
+
+    @staticmethod
+    def _within_guarantee(book: QueueBook, queue: str, request: Mapping[str, int]) -> bool:
+        governed = [k for k, v in request.items() if k in book.governed and v > 0]
+        used, guarantee = book.state[queue].used, book.guarantee[queue]
+        return bool(governed) and all(
+            used.get(k, 0) + request[k] <= guarantee.get(k, 0) for k in governed
+        )
+
+    def _queue_evictions(
+        self,
+        victims: Sequence[RunningJob],
+        key: str,
+        pods: Sequence[PodInfo],
+        queue: str | None,
+        rule: str,
+        rules_of: RulesOf,
+        book: QueueBook | None,
+        now: float,
+    ) -> None:
+        preemptor = job_name(key)
+        first = min(pods, key=lambda p: (p.created, p.name))
+        if rule == "reclaim" and book is not None and queue is not None:
+            resource = GPU if GPU in book.guarantee[queue] else next(iter(book.guarantee[queue]))
+            why = (
+                f"reclaim for queue {queue} (guarantee "
+                f"{format_amount(resource, book.guarantee[queue].get(resource, 0))} {resource}, "
+                f"using {format_amount(resource, book.state[queue].used.get(resource, 0))})"
+            )
+        else:
+            where = f"in queue {queue}" if queue else "(no queue)"
+            why = f"priority {first.priority} {where}"
+        names = ", ".join(job_name(v.key) for v in victims)
+        told = f"gangplank evicts {len(victims)} job(s) for this {preemptor}: {why}: {names}"
+        for victim in victims:
+            share = victim.gpu_seconds(now) / len(victim.pods)
+            for pod in victim.pods:
+                self.pending.append(
+                    Eviction(
+                        job=victim.key,
+                        namespace=pod.namespace,
+                        name=pod.name,
+                        uid=pod.uid,
+                        grace_seconds=rules_of(victim.queue).grace_seconds,
+                        rule=rule,
+                        queue=victim.queue or "",
+                        gpu_seconds=share,
+                        message=f"evicted by gangplank: {why}, for {preemptor} "
+                        f"(all {len(victim.pods)} pod(s) of {job_name(victim.key)} go together)",
+                        preemptor=(first.namespace, first.name),
+                        preemptor_message=told,
+                    )
+                )
+
+    def take_evictions(self) -> list[Eviction]:
+        taken, self.pending = self.pending, []
+        return taken
+
+    def started(self, key: str, now: float) -> None:
+        """A job bound its last planned pod."""
+        decided = self.decided.pop(key, None)
+        if decided is not None:
+            self.outcomes.waits_after.append(max(0.0, now - decided))
+
+    def take_outcomes(self) -> PreemptionOutcomes:
+        outcomes, self.outcomes = self.outcomes, PreemptionOutcomes()
+        return outcomes
+
+    # ---- kube-scheduler's own preemption ------------------------------------------
+    def narrow(
+        self,
+        snapshot: Snapshot,
+        pod: PodInfo,
+        candidates: Mapping[str, Victims],
+        now: float,
+        policy: Policy | None,
+        book: QueueBook | None,
+    ) -> dict[str, Victims]:
+        plan = self.gangs.plans.get(job_key(pod))
+        if plan is not None and pod.uid in plan.assignments:
+            node = plan.assignments[pod.uid]
+            proposed = candidates.get(node)
+            if proposed is None:
+                return {}
+            planned = tuple(uid for uid in proposed.uids if plan.victims.get(uid) == node)
+            return {node: Victims(planned, proposed.pdb_violations)} if planned else {}
+        rules_of = self.rules_of(policy)
+        queue_of = self._queue_of(book)
+        queue = queue_of(pod)
+        out: dict[str, Victims] = {}
+        for node_name, proposed in candidates.items():
+            info = snapshot.nodes.get(node_name)
+            if info is None or not proposed.uids:
+                continue
+            by_uid = {p.uid: p for p in info.pods}
+            kept = []
+            room = {k: info.allocatable.get(k, 0) - info.requested.get(k, 0) for k in pod.requests}
+            for uid in proposed.uids:
+                victim = by_uid.get(uid)
+                if victim is None or not self._alone_may_go(
+                    victim, pod, queue, queue_of, rules_of, now
+                ):
+                    continue
+                kept.append(uid)
+                for name in room:
+                    room[name] += victim.requests.get(name, 0)
+            if kept and fits(pod.requests, room):
+                out[node_name] = Victims(tuple(kept), proposed.pdb_violations)
+        return out
+
+    @staticmethod
+    def _alone_may_go(
+        victim: PodInfo,
+        pod: PodInfo,
+        queue: str | None,
+        queue_of: QueueOf,
+        rules_of: RulesOf,
+        now: float,
+    ) -> bool:
+        if not job_key(victim).startswith("pod:"):
+            return False  # a gang member: the gang goes whole, by gangplank's own plan
+        job = RunningJob(
+            job_key(victim),
+            queue_of(victim),
+            victim.priority,
+            victim.started or victim.created,
+            (victim,),
+            {},
+        )
+        return bool(priority_candidates([job], queue, pod.priority, rules_of, now))
