@@ -83,7 +83,8 @@ class ApiEvictor:
             return "failed"
         codes = [self._eviction(e, dry_run=False) for e in job]
         for e, code in zip(job, codes, strict=True):
-            if code == 201:
+            # 404: kube-scheduler's own preemption deleted it first, for the same plan.
+            if code in (201, 404):
                 self._event(e.namespace, e.name, e.uid, "Preempted", e.message)
                 key = (*e.preemptor, e.preemptor_message)
                 if key not in self._told:

@@ -74,6 +74,10 @@ class State:
     absent: set[str] = field(default_factory=set)  # kinds whose CRD is not installed
     leases: dict[str, str] = field(default_factory=dict)  # "ns/name" -> holderIdentity
     bind_error: tuple[int, str] | None = None
+    # PodDisruptionBudgets: (namespace, label selector); a matching pod may not be evicted.
+    budgets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    evictions: list[tuple[str, str, bool]] = field(default_factory=list)  # ns, name, dry run
+    posted_events: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -337,8 +341,39 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             # api/v1/namespaces/{ns}/pods/{name}/binding
             if len(parts) == 7 and parts[4] == "pods" and parts[6] == "binding":
                 self._bind(parts[3], parts[5], body)
+            elif len(parts) == 7 and parts[4] == "pods" and parts[6] == "eviction":
+                dry = parse_qs(url.query).get("dryRun") == ["All"]
+                self._evict(parts[3], parts[5], body, dry)
+            elif len(parts) == 5 and parts[4] == "events":
+                with api.cond:
+                    api.state.posted_events.append(body)
+                self._json(201, body)
             else:
                 self._status(404, "NotFound", f"no route {url.path}")
+
+        def _evict(self, namespace: str, name: str, body: dict[str, Any], dry: bool) -> None:
+            with api.cond:
+                api.state.evictions.append((namespace, name, dry))
+                pod = api.state.objects["pods"].get(f"{namespace}/{name}")
+                if pod is None:
+                    self._status(404, "NotFound", f'pods "{name}" not found')
+                    return
+                uid = ((body.get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
+                if uid and uid != pod["metadata"]["uid"]:
+                    self._status(409, "Conflict", f"precondition UID {uid} does not match")
+                    return
+                labels = pod["metadata"].get("labels") or {}
+                for ns, selector in api.state.budgets:
+                    if ns == namespace and all(labels.get(k) == v for k, v in selector.items()):
+                        self._status(
+                            429,
+                            "TooManyRequests",
+                            "Cannot evict pod as it would violate the pod's disruption budget.",
+                        )
+                        return
+            if not dry:
+                api.delete("pods", namespace, name)  # no kubelets here: gone at once
+            self._json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
 
         def _bind(self, namespace: str, name: str, body: dict[str, Any]) -> None:
             with api.cond:

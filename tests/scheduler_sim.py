@@ -6,13 +6,18 @@ Modelled on what was observed of the real one (data/kube-scheduler/NOTES.md):
 - the extender is not called when its own filter leaves no node;
 - a pod rejected on every node is parked and retried only on a cluster event (a pod created, a
   pod deleted, a node added) or when the parked pod itself is updated — never on a timer;
-- a failed filter or bind is retried after a short backoff.
+- a failed filter or bind is retried after a short backoff;
+- preemption (PostFilter) after a failed cycle: on the nodes its own filters rejected and those the
+  extender failed as resolvable (never `FailedAndUnresolvableNodes`), the lower-priority pods whose
+  removal makes room are candidates; the extender's preempt verb narrows them; the victims on the
+  first node kept are deleted and the pod waits for the deletion event.
 gangplank runs with its real runtime: reflectors over the fake API server, ApiBinder, the kicker.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import http.client
 import json
 import threading
@@ -28,6 +33,7 @@ from extender.cache.store import ClusterStore
 from extender.convert import pod_requests, resource_list
 from extender.core.gang_scheduler import GangConfig, GangScheduler
 from extender.core.policy import Policy
+from extender.evictor import ApiEvictor
 from extender.kicker import AlwaysLeader, ApiPatcher
 from extender.metrics import Metrics
 from extender.runtime import Runtime, build_reflectors
@@ -66,6 +72,7 @@ class Extender:
             kick_interval=0.1,
             policy=policy,
             policy_path=policy_path,
+            evictor=ApiEvictor(client.CoreV1Api(bind_client)),
         )
         self.server = make_server(
             "127.0.0.1", 0, create_app(self.runtime), threaded=True, request_handler=_QuietHandler
@@ -134,6 +141,7 @@ class KubeScheduler:
         self._annotations: dict[str, Any] = {}
         self.reasons: dict[str, str] = {}
         self.cycles = 0
+        self.preemptions: list[tuple[str, str, list[str]]] = []  # pod, node, victims
 
     # ---- events ----------------------------------
     def _observe(self) -> bool:
@@ -187,6 +195,68 @@ class KubeScheduler:
                 feasible.append(name)
         return sorted(feasible)
 
+    def _node_names(self) -> list[str]:
+        with self.api.cond:
+            return sorted(n["metadata"]["name"] for n in self.api.state.objects["nodes"].values())
+
+    def _preempt(self, pod: dict[str, Any], nodes: list[str]) -> None:
+        priority = pod["spec"].get("priority") or 0
+        want = pod_requests(pod["spec"])
+        with self.api.cond:
+            all_nodes = {n["metadata"]["name"]: n for n in self.api.state.objects["nodes"].values()}
+            pods = list(self.api.state.objects["pods"].values())
+        candidates: dict[str, Any] = {}
+        for name in nodes:
+            node = all_nodes.get(name)
+            if node is None:
+                continue
+            allocatable = resource_list(node["status"]["allocatable"], "allocatable")
+            here = [
+                p
+                for p in pods
+                if p["spec"].get("nodeName") == name
+                and p["status"].get("phase") not in ("Succeeded", "Failed")
+            ]
+            used: collections.Counter[str] = collections.Counter()
+            for other in here:
+                used.update(pod_requests(other["spec"]))
+            lower = [p for p in here if (p["spec"].get("priority") or 0) < priority]
+            for victim in lower:
+                used.subtract(pod_requests(victim["spec"]))
+            if lower and all(used[r] + a <= allocatable.get(r, 0) for r, a in want.items() if a):
+                violations = sum(
+                    1
+                    for v in lower
+                    for ns, selector in self.api.state.budgets
+                    if ns == v["metadata"]["namespace"]
+                    and all(
+                        (v["metadata"].get("labels") or {}).get(k) == val
+                        for k, val in selector.items()
+                    )
+                )
+                candidates[name] = {
+                    "Pods": [{"UID": v["metadata"]["uid"]} for v in lower],
+                    "NumPDBViolations": violations,
+                }
+        if not candidates:
+            return
+        status, answer = self.extender.post(
+            "preempt",
+            {"Pod": pod, "NodeNameToVictims": None, "NodeNameToMetaVictims": candidates},
+        )
+        kept = answer.get("NodeNameToMetaVictims") or {} if status == 200 else {}
+        if not kept:
+            return
+        node_name = sorted(kept)[0]
+        uids = {v["UID"] for v in kept[node_name]["Pods"]}
+        for victim in pods:
+            if victim["metadata"]["uid"] in uids:
+                with contextlib.suppress(KeyError):
+                    self.api.delete(
+                        "pods", victim["metadata"]["namespace"], victim["metadata"]["name"]
+                    )
+        self.preemptions.append((_key(pod), node_name, sorted(uids)))
+
     def _park(self, key: str, reason: str, pod: dict[str, Any]) -> None:
         self.parked[key] = reason
         self.reasons[key] = reason
@@ -202,6 +272,7 @@ class KubeScheduler:
         feasible = self._fits(pod)
         if not feasible:
             self._park(key, "0 nodes fit (kube-scheduler's own filters)", pod)
+            self._preempt(pod, self._node_names())
             return
         status, answer = self.extender.post(
             "filter", {"Pod": pod, "Nodes": None, "NodeNames": feasible}
@@ -213,6 +284,8 @@ class KubeScheduler:
         if not kept:
             reasons = {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
             self._park(key, sorted(set(reasons.values()))[0] if reasons else "no reason", pod)
+            unfit = set(self._node_names()) - set(feasible)
+            self._preempt(pod, sorted(unfit | set(answer["FailedNodes"])))
             return
         chosen = kept[0]
         if len(kept) > 1:

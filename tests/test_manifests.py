@@ -158,6 +158,7 @@ def test_the_extender_may_do_exactly_what_the_code_does() -> None:
     }
     needed = {(g, r, v) for g, r in watched for v in ("list", "watch")}
     needed |= {("", "pods/binding", "create"), ("", "pods", "patch")}
+    needed |= {("", "pods/eviction", "create"), ("", "events", "create")}
     assert granted == needed
     lease = find("Role", "gangplank-extender-leader-lease")["rules"]
     assert lease == [

@@ -267,9 +267,35 @@ class Coordinator:
     def preempt(
         self, snapshot: Snapshot, pod: PodInfo, candidates: Mapping[str, Victims], now: float
     ) -> dict[str, Victims]:
-        """kube-scheduler's preemption candidates, narrowed to what the rules allow."""
-        book = self._book(snapshot) if self.policy is not None else None
-        return self.preemption.narrow(snapshot, pod, candidates, now, self.policy, book)
+        """kube-scheduler's preemption candidates (for a pod its own filters found no room for),
+        narrowed to what the rules allow. A gang member's whole gang is planned first."""
+        self._now = now
+        policy = self.policy
+        book = self._book(snapshot) if policy is not None else None
+        key = job_key(pod)
+        queue: str | None = None
+        planned = self.gangs.planned_node(pod) is not None
+        if policy is not None:
+            label_key, label = queue_label(pod)
+            queue, problem = policy.resolve(label, pod.namespace, label_key)
+            if problem or (queue is not None and not policy.is_leaf(queue)):
+                return {}
+            if queue is not None and not planned:
+                verdict = self._admit(snapshot, key, pod, queue)
+                if verdict is None or not verdict.ok:
+                    return {}  # its queue would not admit it: no one is evicted for it
+        if not planned and not key.startswith("pod:"):
+            gang = resolve_gang(snapshot, key, asking=pod)
+            if gang.problem or len(gang.members) < gang.size:
+                # Parked without a filter call (no node had room): nudged once it is complete.
+                self.gangs.note_waiting(gang, pod, "incomplete", now)
+                return {}
+            needed = gang.size - len(gang.bound)
+            if not self.preemption.plan(
+                snapshot, key, gang.pending, needed, queue, now, policy, book
+            ):
+                self.gangs.note_waiting(gang, pod, "no-room", now)
+        return self.preemption.narrow(snapshot, pod, candidates, now, policy, book)
 
     def take_evictions(self) -> list[Eviction]:
         return self.preemption.take_evictions()

@@ -391,6 +391,11 @@ class GangScheduler:
             self.outcomes.failures[kind] += 1
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
+    def note_waiting(self, gang: Gang, pod: PodInfo, kind: str, now: float) -> None:
+        """A member kube-scheduler parked without asking gangplank's filter (its own filters
+        found no room): it is nudged like a rejected one once its gang can go ahead."""
+        self._reject(gang, pod, (), kind, "", now)
+
     @staticmethod
     def _rank(
         snapshot: Snapshot, key: str, priority: int, created: float

@@ -6,10 +6,7 @@ The decision is `preemption.Preemption.narrow`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-
-from extender.core.model import PodInfo, Snapshot
 
 
 @dataclass(frozen=True, slots=True)

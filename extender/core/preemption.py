@@ -11,7 +11,7 @@ never thrashes.
 `Preemption.narrow` answers kube-scheduler's preempt verb (its own preemption, for pods it found
 no node for): a planned job keeps only its planned victims on its planned nodes; any other pod
 keeps only victims the rules allow, never a gang member (a gang goes whole, by gangplank's own
-plan), and only nodes where what is kept makes room.
+plan), and only nodes where what is kept makes room and no PodDisruptionBudget is broken.
 """
 
 from __future__ import annotations
@@ -243,18 +243,20 @@ class Preemption:
         if plan is not None and pod.uid in plan.assignments:
             node = plan.assignments[pod.uid]
             proposed = candidates.get(node)
-            if proposed is None:
+            if proposed is None or proposed.pdb_violations:
                 return {}
             planned = tuple(uid for uid in proposed.uids if plan.victims.get(uid) == node)
             return {node: Victims(planned, proposed.pdb_violations)} if planned else {}
+        if not job_key(pod).startswith("pod:"):
+            return {}  # a gang member without a plan: its gang cannot be made room for
         rules_of = self.rules_of(policy)
         queue_of = self._queue_of(book)
         queue = queue_of(pod)
         out: dict[str, Victims] = {}
         for node_name, proposed in candidates.items():
             info = snapshot.nodes.get(node_name)
-            if info is None or not proposed.uids:
-                continue
+            if info is None or not proposed.uids or proposed.pdb_violations:
+                continue  # gangplank never breaks a PodDisruptionBudget
             by_uid = {p.uid: p for p in info.pods}
             kept = []
             room = {k: info.allocatable.get(k, 0) - info.requested.get(k, 0) for k in pod.requests}
