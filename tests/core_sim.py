@@ -13,6 +13,7 @@ import heapq
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from extender.convert import pod_from_api
@@ -54,6 +55,7 @@ class CoreSim:
         self._pending: dict[str, tuple[Job, dict[str, Any]]] = {}  # pod name -> (job, pod)
         self._ends: list[tuple[float, int, str]] = []  # (end, seq, job name)
         self._running_gpus: Counter[str] = Counter()
+        self.evicted: set[str] = set()
 
     # ---- workload ----------------------------------
     def submit(self, name: str, queue: str, *, gpu: int, duration: float, members: int = 1) -> Job:
@@ -91,9 +93,21 @@ class CoreSim:
             for n in self.cluster.snap().nodes.values()
         }
 
+    def _evict(self) -> None:
+        """Carry out the evictions the coordinator planned (the runtime's evictor, at once)."""
+        for eviction in self.co.take_evictions():
+            for job in self.jobs.values():
+                match = [p for p in job.pods if p["metadata"]["uid"] == eviction.uid]
+                if match and job.started is not None and job.name not in self.evicted:
+                    self.evicted.add(job.name)
+                    for p in job.pods:
+                        self.cluster.delete("pods", p)
+                    self._running_gpus[job.queue] -= job.gpus
+
     def schedule(self) -> None:
         """One pass over the pending pods, as after a cluster event."""
         self.co.kick_candidates(self.cluster.snap(), self.now)
+        self._evict()
         order = sorted(
             self._pending.values(),
             key=lambda jp: (-jp[1]["spec"]["priority"], jp[1]["metadata"]["creationTimestamp"]),
@@ -113,10 +127,12 @@ class CoreSim:
     def _bind(self, job: Job, raw: dict[str, Any], node_name: str) -> None:
         meta = raw["metadata"]
         self.co.bound(BindRequest(meta["namespace"], meta["name"], meta["uid"], node_name))
+        # Simulated time counts from the epoch: a start time the core compares with `now`.
+        started = datetime.fromtimestamp(max(self.now, 1.0), UTC).isoformat()
         bound = {
             **raw,
             "spec": {**raw["spec"], "nodeName": node_name},
-            "status": {"phase": "Running"},
+            "status": {"phase": "Running", "startTime": started},
         }
         self.cluster.add("pods", bound)
         job.pods = [bound if p["metadata"]["uid"] == meta["uid"] else p for p in job.pods]
@@ -139,10 +155,12 @@ class CoreSim:
             end, _, name = heapq.heappop(self._ends)
             self._count(end, measure_from)
             self.now = end
-            self._finish(self.jobs[name])
+            if name not in self.evicted:
+                self._finish(self.jobs[name])
             while self._ends and self._ends[0][0] == end:
                 _, _, other = heapq.heappop(self._ends)
-                self._finish(self.jobs[other])
+                if other not in self.evicted:
+                    self._finish(self.jobs[other])
             if refill is not None:
                 refill(self)
             self.schedule()
