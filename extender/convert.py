@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
+from extender.core.gang import gang_of
 from extender.core.model import (
     AffinityTerm,
     JobInfo,
@@ -223,17 +224,23 @@ def pod_from_api(raw: Any) -> PodInfo:
     spec = _mapping(raw, "spec", "Pod")
     status = _mapping(raw, "status", "Pod")
     mpath = "Pod.metadata"
+    namespace = _str(metadata, "namespace", mpath) or "default"
+    name = _str(metadata, "name", mpath, required=True)
+    labels = _string_map(metadata, "labels", mpath)
+    annotations = _string_map(metadata, "annotations", mpath)
+    owner = _owner(metadata)
+    gang = gang_of(labels, annotations, namespace, owner)
     return PodInfo(
         uid=_str(metadata, "uid", mpath),
-        namespace=_str(metadata, "namespace", mpath) or "default",
-        name=_str(metadata, "name", mpath, required=True),
+        namespace=namespace,
+        name=name,
         node_name=_str(spec, "nodeName", "Pod.spec") or None,
         phase=_str(status, "phase", "Pod.status") or "Pending",
         priority=_int(spec, "priority", "Pod.spec"),
         requests=pod_requests(spec, "Pod.spec"),
-        labels=_string_map(metadata, "labels", mpath),
-        annotations=_string_map(metadata, "annotations", mpath),
-        owner=_owner(metadata),
+        labels=labels,
+        annotations=annotations,
+        owner=owner,
         scheduler_name=_str(spec, "schedulerName", "Pod.spec") or "default-scheduler",
         created=_timestamp(
             _str(metadata, "creationTimestamp", mpath), f"{mpath}.creationTimestamp"
@@ -243,6 +250,7 @@ def pod_from_api(raw: Any) -> PodInfo:
         affinity=_affinity(spec),
         deleting=metadata.get("deletionTimestamp") is not None,
         started=_timestamp(_str(status, "startTime", "Pod.status"), "Pod.status.startTime"),
+        job=gang or f"pod:{namespace}/{name}",
     )
 
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -79,6 +80,7 @@ class Runtime:
         metrics.policy_loaded(policy)
         self.clock = clock
         self._preloaded = preloaded
+        self._heap_settled = False
         self._threads: list[threading.Thread] = []
         self.kicker = Kicker(
             self.kick_candidates,
@@ -200,11 +202,23 @@ class Runtime:
     def ready(self) -> tuple[bool, str]:
         """Ready once every kind has been listed in full (or the view came from a file)."""
         if self._preloaded:
+            self._settle_heap()
             return True, "cluster view loaded from file"
         waiting = [r.kind for r in self.reflectors if not r.synced.is_set()]
         if waiting:
             return False, f"waiting for the first full list of {', '.join(waiting)}"
+        self._settle_heap()
         return True, "cache synced"
+
+    def _settle_heap(self) -> None:
+        """Once the first full lists are in, move the cache's objects out of the garbage
+        collector's reach (`gc.freeze`): they live as long as the process, and full collections
+        that walk them cost hundreds of milliseconds at 50,000 pods (measured on the preemption
+        path). Done once; objects made later are collected as usual."""
+        if not self._heap_settled:
+            self._heap_settled = True
+            gc.collect()
+            gc.freeze()
 
 
 def api_clients(settings: Settings) -> tuple[Any, Any]:

@@ -359,7 +359,9 @@ def main(argv: list[str] | None = None) -> int:
 
     rows += bench_gangs(store, names, args.calls)
     if not args.no_queues:
-        from loadtest.queues import bench_queues
+        from loadtest.queues import bench_preemption, bench_queues
+
+        rows += bench_preemption(store)
 
         rows += bench_queues(nodes, pods, json.loads(FIXTURE_POD.read_text())["Pod"], args.calls)
 

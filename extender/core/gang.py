@@ -8,9 +8,10 @@ parallelism. Anything that does not give one clear, sane size is a `problem`, re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from extender.core.model import PodInfo, Snapshot
+from extender.core.model import Owner, PodInfo, Snapshot
 from extender.core.workload import QUEUE_LABELS
 
 GANG_LABEL = "gangplank.io/gang"
@@ -26,7 +27,15 @@ MAX_GANG_SIZE = 10_000
 
 def group_key(pod: PodInfo) -> str | None:
     """The gang a pod belongs to, from the pod alone (None: not a gang member)."""
-    labels, annotations, ns = pod.labels, pod.annotations, pod.namespace
+    if pod.job:
+        return None if pod.job.startswith("pod:") else pod.job
+    return gang_of(pod.labels, pod.annotations, pod.namespace, pod.owner)
+
+
+def gang_of(
+    labels: Mapping[str, str], annotations: Mapping[str, str], ns: str, owner: Owner | None
+) -> str | None:
+    """`group_key` from a pod's parts (the converter works it out once per pod)."""
     if name := labels.get(GANG_LABEL):
         return f"gangplank:{ns}/{name}"
     if name := annotations.get(VOLCANO_GROUP):
@@ -35,7 +44,6 @@ def group_key(pod: PodInfo) -> str | None:
         return f"coscheduling:{ns}/{name}"
     if name := labels.get(KUEUE_GROUP):
         return f"kueue:{ns}/{name}"
-    owner = pod.owner
     if owner is not None and owner.kind == "Job" and any(k in labels for k in QUEUE_LABELS):
         return f"job:{ns}/{owner.name}"
     return None
@@ -43,7 +51,7 @@ def group_key(pod: PodInfo) -> str | None:
 
 def job_key(pod: PodInfo) -> str:
     """A pod's job, the unit of admission: its gang, or the pod alone (`pod:ns/name`)."""
-    return group_key(pod) or f"pod:{pod.namespace}/{pod.name}"
+    return pod.job or group_key(pod) or f"pod:{pod.namespace}/{pod.name}"
 
 
 def job_name(key: str) -> str:

@@ -106,6 +106,8 @@ class GangScheduler:
         self.auto_hold = True
         self._reserved: dict[str, dict[str, dict[str, int]]] = {}  # node -> gang -> resources
         self._planned_parked: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name)
+        # Planned pods parked while their plan's victims leave: uid -> (namespace, name, plan)
+        self._awaiting: dict[str, tuple[str, str, str]] = {}
         self._synced: tuple[int, float] = (-1, float("-inf"))  # generation, next deadline
 
     # ---- bookkeeping ------------------------------------------
@@ -299,7 +301,11 @@ class GangScheduler:
         node = plan.assignments[pod.uid]
         leaving = plan.leaving(snapshot)
         if not leaving and node in names:
+            self._awaiting.pop(pod.uid, None)
             return FilterResult(passed=[node])
+        # Parked now; nudged once the victims are gone (their deletion may reach kube-scheduler
+        # before it reaches gangplank's cache).
+        self._awaiting[pod.uid] = (pod.namespace, pod.name, plan.key)
         reason = (
             f"{job_name(plan.key)}: planned on node {node}, waiting for {leaving} preempted "
             f"pod{'s' if leaving != 1 else ''} to leave (its pods start together)"
@@ -516,6 +522,13 @@ class GangScheduler:
         self.sync(snapshot, now)
         out = list(self._planned_parked.values())
         self._planned_parked.clear()
+        for uid, (namespace, name, key) in list(self._awaiting.items()):
+            plan = self.plans.get(key)
+            if plan is None or uid not in plan.assignments:
+                del self._awaiting[uid]
+            elif not plan.leaving(snapshot):
+                out.append((namespace, name))
+                del self._awaiting[uid]
         for key, waiting in self.waiting.items():
             if not waiting.rejected or now - waiting.kicked_at < self.config.kick_interval_seconds:
                 continue

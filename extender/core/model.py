@@ -80,6 +80,7 @@ class PodInfo:
     affinity: tuple[AffinityTerm, ...] = ()  # required node affinity; empty = any node
     deleting: bool = False
     started: float = 0.0  # status.startTime (0: not started)
+    job: str = ""  # `gang.job_key`, worked out once when converted ("": work it out)
 
     @property
     def key(self) -> str:

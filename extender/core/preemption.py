@@ -34,6 +34,7 @@ from extender.core.victims import (
     PreemptionPlan,
     RunningJob,
     find_victims,
+    placeable_nodes,
     priority_candidates,
     reclaim_candidates,
     running_jobs,
@@ -115,19 +116,46 @@ class Preemption:
             return 0
         rules_of = self.rules_of(policy)
         leaving = {uid for plan in self.gangs.plans.values() for uid in plan.victims}
-        jobs = [
-            j
-            for j in running_jobs(snapshot, self._queue_of(book))
-            if not any(p.uid in leaving for p in j.pods)
-        ]
+        queue_of = self._queue_of(book)
         free = partial(self.gangs.free_for, gang_key=key)
         priority = max(p.priority for p in pods)
         found: PreemptionPlan | None = None
         rule = "priority"
-        candidates = priority_candidates(jobs, queue, priority, rules_of, now)
-        if candidates:
-            found = find_victims(snapshot, pods, needed, free, candidates, now)
+        placeable = placeable_nodes(snapshot, pods)
+        # A GPU job is made room for by jobs that hold GPUs: evicting CPU pods from a GPU node
+        # frees no GPU (and CPU jobs, by the same rule, are made room for by CPU holders).
+        scarce = GPU if any(p.requests.get(GPU, 0) for p in pods) else "cpu"
+
+        def holds(pod: PodInfo) -> bool:
+            return pod.requests.get(scarce, 0) > 0
+
+        if queue is None or rules_of(queue).within_queue:
+            lower = running_jobs(
+                snapshot,
+                queue_of,
+                lambda p: (
+                    p.priority < priority
+                    and p.uid not in leaving
+                    and queue_of(p) == queue
+                    and p.requests.get(scarce, 0) > 0
+                ),
+                placeable,
+            )
+            candidates = priority_candidates(lower, queue, priority, rules_of, now)
+            if candidates:
+                found = find_victims(snapshot, pods, needed, free, candidates, now, placeable)
         if found is None and queue is not None and book is not None:
+            borrowing = {q for q in book.policy.queues if q != queue and book.borrowed(q)}
+            jobs = running_jobs(
+                snapshot,
+                queue_of,
+                lambda p: (
+                    p.uid not in leaving
+                    and queue_of(p) in borrowing
+                    and p.requests.get(scarce, 0) > 0
+                ),
+                placeable,
+            )
             request: dict[str, int] = {}
             for pod in pods:
                 for name, amount in pod.requests.items():
@@ -138,7 +166,7 @@ class Preemption:
                     jobs, queue, book.borrowed, book.governed, rules_of, now
                 )
                 if candidates:
-                    found = find_victims(snapshot, pods, needed, free, candidates, now)
+                    found = find_victims(snapshot, pods, needed, free, candidates, now, placeable)
         if found is None or len(found.victims) > budget:
             return 0
         grace = max((rules_of(v.queue).grace_seconds or 30 for v in found.victims), default=30)

@@ -22,7 +22,7 @@ few jobs, then few GPU-hours already run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from extender.core.gang import job_key
@@ -46,14 +46,15 @@ class RunningJob:
     started: float  # the earliest start of its pods
     pods: tuple[PodInfo, ...]
     freed: Mapping[str, Mapping[str, int]]  # node -> requests of its pods there
+    requests: Mapping[str, int] = field(default_factory=dict)  # all its pods together
 
-    @property
-    def requests(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for amounts in self.freed.values():
-            for name, amount in amounts.items():
-                out[name] = out.get(name, 0) + amount
-        return out
+    def __post_init__(self) -> None:
+        if not self.requests:
+            out: dict[str, int] = {}
+            for amounts in self.freed.values():
+                for name, amount in amounts.items():
+                    out[name] = out.get(name, 0) + amount
+            object.__setattr__(self, "requests", out)
 
     def gpu_seconds(self, now: float) -> float:
         return self.requests.get(GPU, 0) * max(0.0, now - self.started)
@@ -70,13 +71,37 @@ class RunningJob:
         return ""
 
 
-def running_jobs(snapshot: Snapshot, queue_of: Callable[[PodInfo], str | None]) -> list[RunningJob]:
-    """Every job with pods running (bound, not finished, not being deleted)."""
+def running_jobs(
+    snapshot: Snapshot,
+    queue_of: Callable[[PodInfo], str | None],
+    keep: Callable[[PodInfo], bool] | None = None,
+    nodes: Collection[str] | None = None,
+    holds: Callable[[PodInfo], bool] | None = None,
+) -> list[RunningJob]:
+    """Jobs with pods running (bound, not finished, not being deleted) on `nodes` (default: all);
+    a gang comes with all its running members, wherever they run. `keep` looks at each pod first
+    (a cheap test, such as its priority): a job any of whose pods it refuses is left out whole.
+    `holds`: only jobs one of whose pods on `nodes` passes it (holds what is needed)."""
     grouped: dict[str, list[PodInfo]] = {}
-    for node in snapshot.nodes.values():
-        for pod in node.pods:
-            if pod.active:
-                grouped.setdefault(job_key(pod), []).append(pod)
+    refused: set[str] = set()
+    infos = snapshot.nodes
+    for name in infos if nodes is None else nodes:
+        info = infos.get(name)
+        if info is None:
+            continue
+        for pod in info.pods:
+            if not pod.active or (holds is not None and not holds(pod)):
+                continue
+            key = job_key(pod)
+            if key in grouped or key in refused:
+                continue
+            members = [pod]
+            if not key.startswith("pod:"):
+                members = [p for p in snapshot.groups.get(key, (pod,)) if p.active and p.node_name]
+            if keep is not None and not all(keep(p) for p in members):
+                refused.add(key)
+            else:
+                grouped[key] = members
     jobs = []
     for key, pods in grouped.items():
         freed: dict[str, dict[str, int]] = {}
@@ -118,6 +143,19 @@ def _with_freed(free_of: FreeOf, freed: Mapping[str, dict[str, int]]) -> FreeOf:
     return free
 
 
+def placeable_nodes(snapshot: Snapshot, pods: Sequence[PodInfo]) -> dict[str, NodeInfo]:
+    """Nodes that could ever hold one of `pods`: its constraints allow it and the node's whole
+    allocatable could take the smallest (victims can only make room where room can be)."""
+    shapes = {(tuple(sorted(p.node_selector.items())), p.tolerations, p.affinity): p for p in pods}
+    smallest = min(pods, key=lambda p: sum(p.requests.values())).requests
+    return {
+        name: node
+        for name, node in snapshot.nodes.items()
+        if how_many_fit(smallest, node.allocatable)
+        and any(not why_not_placeable(sample, node) for sample in shapes.values())
+    }
+
+
 def find_victims(
     snapshot: Snapshot,
     pods: Sequence[PodInfo],
@@ -125,23 +163,21 @@ def find_victims(
     free_of: FreeOf,
     candidates: Iterable[RunningJob],
     now: float,
+    placeable: Mapping[str, NodeInfo] | None = None,
 ) -> PreemptionPlan | None:
     """The fewest `candidates` (in the order given: the rule's preference) whose eviction lets
-    `needed` of `pods` be placed; None when even all of them would not make room."""
+    `needed` of `pods` be placed; None when even all of them would not make room, or when the
+    pods fit without evicting anyone."""
     if not pods:
         return None
-    shapes = {(tuple(sorted(p.node_selector.items())), p.tolerations, p.affinity): p for p in pods}
-    placeable = {
-        name: node
-        for name, node in snapshot.nodes.items()
-        if any(not why_not_placeable(sample, node) for sample in shapes.values())
-    }
+    if placeable is None:
+        placeable = placeable_nodes(snapshot, pods)
     smallest = min(pods, key=lambda p: sum(p.requests.values())).requests
     base = {name: free_of(node) for name, node in placeable.items()}
     roomy = {name for name, room in base.items() if how_many_fit(smallest, room)}
     useful = [c for c in candidates if any(node in placeable for node in c.freed)]
 
-    def attempt(chosen: Sequence[RunningJob]) -> dict[str, str] | None:
+    def freed_by(chosen: Sequence[RunningJob]) -> dict[str, dict[str, int]]:
         freed: dict[str, dict[str, int]] = {}
         for job in chosen:
             for node, amounts in job.freed.items():
@@ -149,28 +185,47 @@ def find_victims(
                     room = freed.setdefault(node, {})
                     for name, amount in amounts.items():
                         room[name] = room.get(name, 0) + amount
+        return freed
+
+    def fit_count(freed: Mapping[str, Mapping[str, int]]) -> int:
+        """Members of the smallest shape that would fit, node by node: a cheap bound."""
+        total = 0
+        for name in roomy | freed.keys():
+            room = dict(base[name])
+            for resource, amount in freed.get(name, {}).items():
+                room[resource] = room.get(resource, 0) + amount
+            total += how_many_fit(smallest, room)
+        return total
+
+    def attempt(chosen: Sequence[RunningJob]) -> dict[str, str] | None:
+        freed = freed_by(chosen)
+        if fit_count(freed) < needed:
+            return None
         nodes = {n: placeable[n] for n in roomy | freed.keys()}
         view = replace(snapshot, nodes=nodes)
         result = plan_gang(view, list(pods), needed, _with_freed(lambda n: base[n.name], freed))
         return result.assignments if result.ok else None
 
-    if attempt(useful) is None:
-        return None
-    # A plan is tried only once the totals could cover the job: planning costs milliseconds.
-    wanted: dict[str, int] = {}
-    for pod in sorted(pods, key=lambda p: sum(p.requests.values()))[:needed]:
-        for name, amount in pod.requests.items():
-            wanted[name] = wanted.get(name, 0) + amount
-    have = {k: sum(room.get(k, 0) for room in base.values()) for k in wanted}
+    if attempt([]) is not None or attempt(useful) is None:
+        return None  # it fits without evicting anyone, or not even with all of them gone
+    # Add candidates until the node-by-node count could hold the job, then try a plan.
+    fits_on = {name: how_many_fit(smallest, base[name]) for name in roomy}
+    counted = sum(fits_on.values())
+    room_now = {name: dict(base[name]) for name in placeable}
     chosen: list[RunningJob] = []
     assignments: dict[str, str] | None = None
     for job in useful:
         chosen.append(job)
         for node, amounts in job.freed.items():
-            if node in placeable:
-                for name in wanted:
-                    have[name] += amounts.get(name, 0)
-        if any(have[k] < v for k, v in wanted.items()):
+            if node not in placeable:
+                continue
+            room = room_now[node]
+            for name, amount in amounts.items():
+                room[name] = room.get(name, 0) + amount
+            now_fits = how_many_fit(smallest, room)
+            counted += now_fits - fits_on.get(node, 0)
+            fits_on[node] = now_fits
+        if counted < needed:
             continue
         assignments = attempt(chosen)
         if assignments is not None:
