@@ -105,11 +105,13 @@ def running_jobs(
     jobs = []
     for key, pods in grouped.items():
         freed: dict[str, dict[str, int]] = {}
+        whole: dict[str, int] = {}
         for pod in pods:
             assert pod.node_name is not None
             on_node = freed.setdefault(pod.node_name, {})
             for name, amount in pod.requests.items():
                 on_node[name] = on_node.get(name, 0) + amount
+                whole[name] = whole.get(name, 0) + amount
         jobs.append(
             RunningJob(
                 key=key,
@@ -118,6 +120,7 @@ def running_jobs(
                 started=min(p.started or p.created for p in pods),
                 pods=tuple(pods),
                 freed=freed,
+                requests=whole,
             )
         )
     return jobs
@@ -206,8 +209,8 @@ def find_victims(
         result = plan_gang(view, list(pods), needed, _with_freed(lambda n: base[n.name], freed))
         return result.assignments if result.ok else None
 
-    if attempt([]) is not None or attempt(useful) is None:
-        return None  # it fits without evicting anyone, or not even with all of them gone
+    if attempt([]) is not None:
+        return None  # it fits without evicting anyone
     # Add candidates until the node-by-node count could hold the job, then try a plan.
     fits_on = {name: how_many_fit(smallest, base[name]) for name in roomy}
     counted = sum(fits_on.values())
@@ -230,15 +233,38 @@ def find_victims(
         assignments = attempt(chosen)
         if assignments is not None:
             break
-    assert assignments is not None
-    # Drop what the plan turns out not to need, the costliest first.
+    if assignments is None:
+        return None  # not even with every candidate gone: nothing is evicted in vain
+    # Drop what the plan turns out not to need: first, at once, victims on no node it uses.
+    used = set(assignments.values())
+    trial = [j for j in chosen if used.intersection(j.freed)]
+    if len(trial) < len(chosen):
+        found = attempt(trial)
+        if found is not None:
+            chosen, assignments = trial, found
+    # Then one by one, the costliest first, where the node-by-node count still allows it.
+    freed = freed_by(chosen)
+
+    def fits_at(node: str, minus: Mapping[str, int]) -> int:
+        room = dict(base[node])
+        for resource, amount in freed.get(node, {}).items():
+            room[resource] = room.get(resource, 0) + amount - minus.get(resource, 0)
+        return how_many_fit(smallest, room)
+
+    counted = fit_count(freed)
     for job in sorted(chosen, key=lambda j: (len(j.pods), j.gpu_seconds(now)), reverse=True):
         if len(chosen) == 1:
             break
+        mine = {n: a for n, a in job.freed.items() if n in placeable}
+        loss = sum(fits_at(n, {}) - fits_at(n, a) for n, a in mine.items())
+        if counted - loss < needed:
+            continue  # without it too few could fit: it is needed
         trial = [j for j in chosen if j is not job]
         found = attempt(trial)
         if found is not None:
             chosen, assignments = trial, found
+            freed = freed_by(chosen)
+            counted = fit_count(freed)
     return PreemptionPlan(assignments, chosen)
 
 
