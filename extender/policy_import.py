@@ -7,8 +7,9 @@ the parent queue (a Cohort's own nominal quota is added to its children's); a Lo
 an alias `namespace/name` of its ClusterQueue's queue, so pods keep their
 `kueue.x-k8s.io/queue-name` label. Volcano: a Queue becomes a queue (weight; capability → max;
 deserved, else guarantee.resource → guarantee; `parent`; status Closed → closed, Closing →
-draining). What has no counterpart (flavors, lending limits, preemption settings, other selectors)
-is listed in the notes, never dropped silently.
+draining; `reclaimable: false` → `preemption.reclaimable: false`). What has no counterpart
+(flavors, lending limits, Kueue's preemption settings, other selectors) is listed in the notes,
+never dropped silently.
 """
 
 from __future__ import annotations
@@ -239,9 +240,7 @@ def _volcano_queue(doc: Mapping[str, Any], out: Imported) -> None:
     if state in ("Closed", "Closing"):
         queue["state"] = "closed" if state == "Closed" else "draining"
     if spec.get("reclaimable") is False:
-        out.notes.append(
-            f"{where}: reclaimable: false not mapped (protection rules come with preemption)"
-        )
+        queue["preemption"] = {"reclaimable": False}
     for key in ("affinity", "extendClusters", "type"):
         if spec.get(key):
             out.notes.append(f"{where}: {key} not mapped")

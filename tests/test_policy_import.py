@@ -59,7 +59,7 @@ def test_volcano_queues_become_a_valid_policy_with_their_tree_weights_and_states
     assert policy.queues["ml-vision"].max == {"nvidia.com/gpu": 32}, "capability"
     assert policy.queues["adhoc"].state == "closed"
     assert "guarantee.resource not mapped; deserved is used" in err
-    assert "reclaimable: false not mapped" in err
+    assert policy.rules("ml-vision").reclaimable is False, "Volcano reclaimable: false"
 
 
 def test_both_sources_at_once_and_unmappable_input_is_reported() -> None:
