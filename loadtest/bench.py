@@ -359,9 +359,9 @@ def main(argv: list[str] | None = None) -> int:
 
     rows += bench_gangs(store, names, args.calls)
     if not args.no_queues:
-        from loadtest.queues import bench_preemption, bench_queues
+        from loadtest.queues import bench_queues, preemption_in_own_process
 
-        rows += bench_preemption(store)
+        rows += preemption_in_own_process(args.nodes, args.pods, traces)
 
         rows += bench_queues(nodes, pods, json.loads(FIXTURE_POD.read_text())["Pod"], args.calls)
 

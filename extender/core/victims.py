@@ -104,6 +104,21 @@ def running_jobs(
                 grouped[key] = members
     jobs = []
     for key, pods in grouped.items():
+        if len(pods) == 1:  # most jobs: one pod, its own requests as they are
+            pod = pods[0]
+            assert pod.node_name is not None
+            jobs.append(
+                RunningJob(
+                    key,
+                    queue_of(pod),
+                    pod.priority,
+                    pod.started or pod.created,
+                    (pod,),
+                    {pod.node_name: pod.requests},
+                    pod.requests,
+                )
+            )
+            continue
         freed: dict[str, dict[str, int]] = {}
         whole: dict[str, int] = {}
         for pod in pods:
