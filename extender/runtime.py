@@ -156,6 +156,9 @@ class Runtime:
                 first.message,
             )
             self.metrics.evicted(first.queue, first.rule, outcome, len(pods))
+            if outcome in ("blocked", "failed"):
+                with self.lock:
+                    self.scheduler.preemption.refused({e.uid for e in pods}, self.clock())
             if outcome == "evicted":
                 self.metrics.gpu_seconds_lost(
                     first.queue, first.rule, sum(e.gpu_seconds for e in pods)

@@ -314,6 +314,10 @@ class GangScheduler:
         )
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
+    def drop_plan(self, key: str) -> None:
+        if self.plans.pop(key, None) is not None:
+            self._reindex()
+
     def install_plan(
         self,
         key: str,

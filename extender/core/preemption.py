@@ -84,6 +84,7 @@ class Preemption:
         self.pending: list[Eviction] = []
         self.recent: deque[float] = deque()  # when each victim job was chosen
         self.decided: dict[str, float] = {}  # preemptor job -> when its plan was made
+        self.spared: dict[str, float] = {}  # pod uid -> until: its eviction was refused
         self.outcomes = PreemptionOutcomes()
 
     # ---- rules ------------------------------------------
@@ -115,7 +116,9 @@ class Preemption:
         if budget <= 0 or not pods or key in self.gangs.plans:
             return 0
         rules_of = self.rules_of(policy)
+        self.spared = {uid: until for uid, until in self.spared.items() if until > now}
         leaving = {uid for plan in self.gangs.plans.values() for uid in plan.victims}
+        leaving |= self.spared.keys()  # not chosen again while a budget protects them
         queue_of = self._queue_of(book)
         free = partial(self.gangs.free_for, gang_key=key)
         priority = max(p.priority for p in pods)
@@ -242,6 +245,16 @@ class Preemption:
                         preemptor_message=told,
                     )
                 )
+
+    def refused(self, uids: set[str], now: float, spare_seconds: float = 600.0) -> None:
+        """The API server refused to evict these pods (a PodDisruptionBudget): plans counting on
+        them are dropped at once (their capacity is not held in vain) and the pods are not chosen
+        again for `spare_seconds`."""
+        for uid in uids:
+            self.spared[uid] = now + spare_seconds
+        for key in [k for k, plan in self.gangs.plans.items() if uids & plan.victims.keys()]:
+            self.gangs.drop_plan(key)
+            self.decided.pop(key, None)
 
     def take_evictions(self) -> list[Eviction]:
         taken, self.pending = self.pending, []
