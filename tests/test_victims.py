@@ -166,3 +166,17 @@ def test_preemption_rules_are_read_from_the_policy_with_defaults() -> None:
         parse_policy(policy_doc({"name": "r", "preemption": {"minRuntime": "soon"}}))
     with pytest.raises(PolicyError, match=r"preemption: unknown field 'withinQueue'"):
         parse_policy({**policy_doc(), "preemption": {"withinQueue": True}})
+
+
+def test_reclaim_measures_borrowing_where_the_trees_meet() -> None:
+    """vision runs beyond its own guarantee but within its parent's: a queue outside the parent
+    may take back only what the parent as a whole borrowed."""
+    v = {"gangplank.io/queue": "vision"}
+    running = [on(pod(f"v{i}", gpu=8, labels=v), f"n{i}", started=NOW - 100 + i) for i in range(3)]
+    c = Cluster(nodes=nodes(3), pods=running)
+    jobs = running_jobs(c.snap(), lambda p: p.labels.get("gangplank.io/queue"))
+    borrowed = {"vision": {"nvidia.com/gpu": 16}, "ml": {"nvidia.com/gpu": 8}}
+    found = reclaim_candidates(
+        jobs, "prod", borrowed.__getitem__, ["nvidia.com/gpu"], defaults, NOW, lambda q: "ml"
+    )
+    assert [j.key for j in found] == ["pod:default/v2"], "8 borrowed by ml, not 16 by vision"

@@ -149,6 +149,12 @@ class Preemption:
                 found = find_victims(snapshot, pods, needed, free, candidates, now, placeable)
         if found is None and queue is not None and book is not None:
             borrowing = {q for q in book.policy.queues if q != queue and book.borrowed(q)}
+            # A queue in the tree borrows if any ancestor outside `queue`'s path does.
+            borrowing = {
+                q
+                for q in book.policy.queues
+                if q != queue and any(a in borrowing for a in book.policy.path(q))
+            }
             jobs = running_jobs(
                 snapshot,
                 queue_of,
@@ -165,8 +171,15 @@ class Preemption:
                     request[name] = request.get(name, 0) + amount
             if self._within_guarantee(book, queue, request):
                 rule = "reclaim"
+                mine = set(book.policy.path(queue))
+
+                def account(victim: str) -> str:
+                    path = book.policy.path(victim)  # the victim's queue first, then up
+                    below = [q for q in path if q not in mine]
+                    return below[-1] if below else victim
+
                 candidates = reclaim_candidates(
-                    jobs, queue, book.borrowed, book.governed, rules_of, now
+                    jobs, queue, book.borrowed, book.governed, rules_of, now, account
                 )
                 if candidates:
                     found = find_victims(snapshot, pods, needed, free, candidates, now, placeable)

@@ -315,10 +315,14 @@ def reclaim_candidates(
     governed: Iterable[str],
     rules_of: RulesOf,
     now: float,
+    account: Callable[[str], str] | None = None,
 ) -> list[RunningJob]:
     """Jobs that other queues run beyond their guarantee (any priority), lowest priority then
-    newest first, no more from a queue than it borrowed (it never falls below its guarantee)."""
+    newest first, never more than was borrowed (no queue falls below its guarantee).
+    `account(victim_queue)` is where borrowing is measured: in a tree, the victim's ancestor just
+    below the one it shares with `queue` (siblings first share their parent's guarantee)."""
     governed = set(governed)
+    account = account or (lambda q: q)
     ordered = sorted(
         (
             j
@@ -334,7 +338,8 @@ def reclaim_candidates(
     found = []
     for job in ordered:
         assert job.queue is not None
-        room = left.setdefault(job.queue, dict(borrowed(job.queue)))
+        owner = account(job.queue)
+        room = left.setdefault(owner, dict(borrowed(owner)))
         taking = {k: v for k, v in job.requests.items() if k in governed and v > 0}
         if not taking or any(room.get(k, 0) < v for k, v in taking.items()):
             continue
