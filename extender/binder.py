@@ -49,7 +49,7 @@ class ApiBinder:
         except ApiException as err:
             raise BindError(
                 f"binding pod {request.key} to node {request.node} failed: "
-                f"HTTP {err.status}: {_api_message(err)}"
+                f"HTTP {err.status}: {api_message(err)}"
             ) from None
         except Exception as err:  # network faults: kube-scheduler will retry the pod
             raise BindError(
@@ -69,7 +69,8 @@ class StoreBinder:
         )
 
 
-def _api_message(err: ApiException) -> str:
+def api_message(err: ApiException) -> str:
+    """The API server's own words for a failed call (its Status message), else the HTTP reason."""
     try:
         body = orjson.loads(err.body or b"")
         if isinstance(body, dict) and isinstance(body.get("message"), str):

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from extender.binder import _api_message
+from extender.binder import api_message
 from extender.core.preemption import Eviction
 
 log = logging.getLogger("gangplank.evict")
@@ -62,7 +62,7 @@ class ApiEvictor:
                     e.name,
                     " (dry run)" if dry_run else "",
                     err.status,
-                    _api_message(err),
+                    api_message(err),
                 )
             return int(err.status or 500)
         except Exception as err:

@@ -129,14 +129,11 @@ class Coordinator:
         self._now = now
         if policy is None:
             return self._place(snapshot, job_key(pod), pod, names, now)
-        label_key, label = queue_label(pod)
-        queue, problem = policy.resolve(label, pod.namespace, label_key)
+        queue, problem = self._queue_of(pod)
         key = job_key(pod)
         self.in_flight.pop(pod.uid, None)  # asked again: its last admission did not bind
         if problem:
-            return self._refuse(
-                key, pod, names, "", "unknown-queue", f"pod {pod.key}: {problem}", now
-            )
+            return self._refuse(key, pod, names, queue or "", "unknown-queue", problem, now)
         if queue is None:
             return self._place(snapshot, key, pod, names, now)
         if self.gangs.planned_node(pod) is not None:
@@ -144,13 +141,6 @@ class Coordinator:
             if result.passed:
                 self.admitted_pods[pod.uid] = (pod, now)
             return result
-        if not policy.is_leaf(queue):
-            kids = ", ".join(policy.children.get(queue, ()))
-            reason = (
-                f"pod {pod.key}: queue {queue} has child queues ({kids}) and holds no work "
-                "itself; name one of them"
-            )
-            return self._refuse(key, pod, names, queue, "unknown-queue", reason, now)
         verdict = self._admit(snapshot, key, pod, queue)
         if verdict is None:  # an invalid or incomplete gang: the gang scheduler says why
             return self._place(snapshot, key, pod, names, now)
@@ -167,6 +157,22 @@ class Coordinator:
             self.outcomes.waits.append((queue, max(0.0, now - created)))
         return result
 
+    def _queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
+        """(the pod's queue, or None: not queued; why it may not use it, or "")."""
+        assert self.policy is not None
+        policy = self.policy
+        label_key, label = queue_label(pod)
+        queue, problem = policy.resolve(label, pod.namespace, label_key)
+        if problem:
+            return None, f"pod {pod.key}: {problem}"
+        if queue is not None and not policy.is_leaf(queue):
+            kids = ", ".join(policy.children.get(queue, ()))
+            return queue, (
+                f"pod {pod.key}: queue {queue} has child queues ({kids}) and holds no work "
+                "itself; name one of them"
+            )
+        return queue, ""
+
     def _admit(self, snapshot: Snapshot, key: str, pod: PodInfo, queue: str) -> Verdict | None:
         """The quota verdict on the pod's job, whole; None for a gang that is invalid or not
         complete (no quota question yet)."""
@@ -175,7 +181,7 @@ class Coordinator:
         running = False
         if not key.startswith("pod:"):
             gang = resolve_gang(snapshot, key, asking=pod)
-            if gang.problem or len(gang.members) < gang.size:
+            if not gang.ready:
                 return None
             request = total(p.requests for p in gang.pending)
             running = bool(gang.bound)
@@ -213,11 +219,10 @@ class Coordinator:
         result = self.gangs.filter(snapshot, pod, names, now)
         if not result.passed and self._lacks_room(key, pod):
             gang = resolve_gang(snapshot, key, asking=pod)
-            if not gang.problem and len(gang.members) >= gang.size:
-                needed = gang.size - len(gang.bound)
+            if gang.ready:
                 book = self._book(snapshot) if self.policy is not None else None
                 if self.preemption.plan(
-                    snapshot, key, gang.pending, needed, queue, now, self.policy, book
+                    snapshot, key, gang.pending, gang.needed, queue, now, self.policy, book
                 ):
                     result = self.gangs.filter(snapshot, pod, names, now)
         if not result.passed and self.policy is not None:
@@ -276,9 +281,8 @@ class Coordinator:
         queue: str | None = None
         planned = self.gangs.planned_node(pod) is not None
         if policy is not None:
-            label_key, label = queue_label(pod)
-            queue, problem = policy.resolve(label, pod.namespace, label_key)
-            if problem or (queue is not None and not policy.is_leaf(queue)):
+            queue, problem = self._queue_of(pod)
+            if problem:
                 return {}
             if queue is not None and not planned:
                 verdict = self._admit(snapshot, key, pod, queue)
@@ -286,13 +290,12 @@ class Coordinator:
                     return {}  # its queue would not admit it: no one is evicted for it
         if not planned and not key.startswith("pod:"):
             gang = resolve_gang(snapshot, key, asking=pod)
-            if gang.problem or len(gang.members) < gang.size:
+            if not gang.ready:
                 # Parked without a filter call (no node had room): nudged once it is complete.
                 self.gangs.note_waiting(gang, pod, "incomplete", now)
                 return {}
-            needed = gang.size - len(gang.bound)
             if not self.preemption.plan(
-                snapshot, key, gang.pending, needed, queue, now, policy, book
+                snapshot, key, gang.pending, gang.needed, queue, now, policy, book
             ):
                 self.gangs.note_waiting(gang, pod, "no-room", now)
         return self.preemption.narrow(snapshot, pod, candidates, now, policy, book)
@@ -311,9 +314,9 @@ class Coordinator:
             needed = len(pending)
             if not job.key.startswith("pod:"):
                 gang = resolve_gang(snapshot, job.key)
-                if gang.problem or len(gang.members) < gang.size:
+                if not gang.ready:
                     continue
-                needed = gang.size - len(gang.bound)
+                needed = gang.needed
             free = partial(
                 self.gangs.free_for,
                 gang_key=job.key,

@@ -78,6 +78,16 @@ class Gang:
         return self.key.split(":", 1)[0]
 
     @property
+    def ready(self) -> bool:
+        """Valid, and every member it needs exists: it can be planned."""
+        return not self.problem and len(self.members) >= self.size
+
+    @property
+    def needed(self) -> int:
+        """Members still to place: its size less those already running."""
+        return max(0, self.size - len(self.bound))
+
+    @property
     def bound(self) -> list[PodInfo]:
         return [p for p in self.members if p.node_name is not None]
 

@@ -28,10 +28,10 @@ from extender.core.filter import FilterResult, decide_filter
 from extender.core.gang import Gang, group_key, job_key, job_name, resolve_gang
 from extender.core.hold import Hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import fits, why_not_placeable
+from extender.core.placement import fits
 from extender.core.planner import describe, plan_gang
+from extender.core.plans import Plan, planned_answer
 from extender.core.prioritize import MAX_SCORE, NodeScores, decide_scores
-from extender.core.resources import Resources
 from extender.core.topology import near_members
 
 FORGET_SECONDS = 60.0
@@ -42,28 +42,6 @@ class GangConfig:
     reservation_seconds: float = 60.0  # a plan whose members do not bind by then is released
     hold_seconds: float = 120.0  # the first gang in line keeps freed capacity at most this long
     kick_interval_seconds: float = 5.0  # at most one retry nudge per gang per interval
-
-
-@dataclass
-class Plan:
-    key: str
-    assignments: dict[str, str]  # uid -> node, for members not bound yet
-    requests: dict[str, Resources]
-    deadline: float
-    last_member_created: float
-    seen: set[str] = field(default_factory=set)  # members the cache has shown (uids)
-    # Made by preemption: pods (uid -> node) that must leave before the members fit there.
-    victims: dict[str, str] = field(default_factory=dict)
-
-    def leaving(self, snapshot: Snapshot) -> int:
-        """How many of its victims still hold resources. Its members wait for all of them, so
-        the job starts whole or (if an eviction is refused) not at all."""
-        count = 0
-        for node in set(self.victims.values()):
-            info = snapshot.nodes.get(node)
-            if info is not None:
-                count += sum(1 for p in info.pods if self.victims.get(p.uid) == node)
-        return count
 
 
 @dataclass
@@ -232,7 +210,7 @@ class GangScheduler:
         now: float,
     ) -> FilterResult:
         bound = gang.bound
-        needed = max(0, gang.size - len(bound))
+        needed = gang.needed
         avoid = self.avoid.get(gang.key, {})
         offered = set(names)
         wanted = {name for p in gang.pending for name in p.requests}
@@ -296,23 +274,14 @@ class GangScheduler:
     def _planned_answer(
         self, snapshot: Snapshot, plan: Plan, pod: PodInfo, names: Sequence[str]
     ) -> FilterResult:
-        """A planned pod passes its node only; while pods preempted for it still run there, it
-        waits (every node unresolvable: kube-scheduler must not preempt anyone else for it)."""
-        node = plan.assignments[pod.uid]
-        leaving = plan.leaving(snapshot)
-        if not leaving and node in names:
+        result = planned_answer(snapshot, plan, pod, names)
+        if result.passed:
             self._awaiting.pop(pod.uid, None)
-            return FilterResult(passed=[node])
-        # Parked now; nudged once the victims are gone (their deletion may reach kube-scheduler
-        # before it reaches gangplank's cache).
-        self._awaiting[pod.uid] = (pod.namespace, pod.name, plan.key)
-        reason = (
-            f"{job_name(plan.key)}: planned on node {node}, waiting for {leaving} preempted "
-            f"pod{'s' if leaving != 1 else ''} to leave (its pods start together)"
-            if leaving
-            else f"{job_name(plan.key)}: planned on node {node}, which kube-scheduler did not offer"
-        )
-        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
+        else:
+            # Parked now; nudged once the victims are gone (their deletion may reach
+            # kube-scheduler before it reaches gangplank's cache).
+            self._awaiting[pod.uid] = (pod.namespace, pod.name, plan.key)
+        return result
 
     def drop_plan(self, key: str) -> None:
         if self.plans.pop(key, None) is not None:
@@ -327,15 +296,7 @@ class GangScheduler:
         deadline: float,
     ) -> None:
         """Reserve `assignments` for job `key` (made by preemption: `victims` must leave first)."""
-        requests = {p.uid: p.requests for p in pods if p.uid in assignments}
-        self.plans[key] = Plan(
-            key=key,
-            assignments=dict(assignments),
-            requests=requests,
-            deadline=deadline,
-            last_member_created=max((p.created for p in pods), default=0.0),
-            victims=dict(victims),
-        )
+        self.plans[key] = Plan.with_victims(key, pods, assignments, victims, deadline)
         self.outcomes.planned += 1
         if self.hold is not None and self.hold.key == key:
             self.hold = None
@@ -434,21 +395,17 @@ class GangScheduler:
     def _start_hold(
         self, snapshot: Snapshot, key: str, pending: Sequence[PodInfo], now: float
     ) -> None:
-        sample = pending[0] if pending else None
-        if sample is None:
-            return
-        usable = frozenset(
-            n.name for n in snapshot.nodes.values() if not why_not_placeable(sample, n)
+        # Built while the previous hold (if any) still stands: see `Hold.begin`.
+        hold = Hold.begin(
+            snapshot,
+            key,
+            pending,
+            now + self.config.hold_seconds,
+            partial(self.free_for, gang_key=key),
         )
-        needs: dict[str, int] = {}
-        for p in pending:
-            for name, amount in p.requests.items():
-                needs[name] = needs.get(name, 0) + amount
-        # Measured while the previous hold (if any) still stands: what it kept counts as freed
-        # for the new holder, so a hold that moves does not hand its capacity to everyone.
-        baseline = {name: self.free_for(snapshot.nodes[name], key, only=needs) for name in usable}
-        self.hold = Hold(key, now + self.config.hold_seconds, needs, usable, baseline)
-        self._synced = (-1, float("-inf"))
+        if hold is not None:
+            self.hold = hold
+            self._synced = (-1, float("-inf"))
 
     def take_hold(
         self, snapshot: Snapshot, key: str, pending: Sequence[PodInfo], now: float
@@ -557,7 +514,7 @@ class GangScheduler:
                 attempt = plan_gang(
                     snapshot,
                     gang.pending,
-                    max(0, gang.size - len(gang.bound)),
+                    gang.needed,
                     partial(
                         self.free_for,
                         gang_key=key,

@@ -7,8 +7,14 @@ it cannot use yet. The gang scheduler bounds how long a hold lasts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+
+from extender.core.model import NodeInfo, PodInfo, Snapshot
+from extender.core.placement import why_not_placeable
+
+# What a node has left for the holder: free_of(node, only=resources)
+FreeOf = Callable[..., dict[str, int]]
 
 
 @dataclass
@@ -18,6 +24,34 @@ class Hold:
     needs: dict[str, int]  # the gang's total request per resource: the cap of what is held
     usable: frozenset[str]  # nodes the gang could use
     baseline: dict[str, dict[str, int]]  # free capacity per node when the hold began
+
+    @classmethod
+    def begin(
+        cls,
+        snapshot: Snapshot,
+        key: str,
+        pending: Sequence[PodInfo],
+        deadline: float,
+        free_of: FreeOf,
+    ) -> Hold | None:
+        """A hold for job `key`'s `pending` pods: on the nodes they may use, up to what they ask
+        for together. `free_of(node, only=...)` is measured while any previous hold still stands,
+        so what that one kept counts as freed for the new holder: a hold that moves does not
+        hand its capacity to everyone. None when nothing is pending."""
+        if not pending:
+            return None
+        sample = pending[0]
+        usable = frozenset(
+            n.name for n in snapshot.nodes.values() if not why_not_placeable(sample, n)
+        )
+        needs: dict[str, int] = {}
+        for p in pending:
+            for name, amount in p.requests.items():
+                needs[name] = needs.get(name, 0) + amount
+        nodes: Mapping[str, NodeInfo] = snapshot.nodes
+        only: Collection[str] = needs
+        baseline = {name: free_of(nodes[name], only=only) for name in usable}
+        return cls(key, deadline, needs, usable, baseline)
 
     def held_on(self, node: str, free: Mapping[str, int]) -> dict[str, int]:
         """What the hold keeps on `node`, given what is `free` there for someone else."""
