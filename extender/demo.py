@@ -43,7 +43,12 @@ CALLS = (
         "every node fails, with the queue's reason",
     ),
     ("prioritize", "prioritize.json", "a pod of no gang: neutral scores (0-10, integers)"),
-    ("preempt", "preempt.json", "kube-scheduler's candidates kept, as NodeNameToMetaVictims"),
+    (
+        "preempt",
+        "preempt.json",
+        "kube-scheduler's candidates narrowed to what the rules allow (a lower-priority pod "
+        "alone may go), as NodeNameToMetaVictims",
+    ),
     ("bind", "bind.json", "the binding (in demo mode recorded in the embedded view)"),
 )
 
