@@ -229,7 +229,11 @@ def pod_from_api(raw: Any) -> PodInfo:
     labels = _string_map(metadata, "labels", mpath)
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
-    gang = gang_of(labels, annotations, namespace, owner)
+    group = spec.get("schedulingGroup")
+    pod_group = group.get("podGroupName") if isinstance(group, Mapping) else None
+    gang = gang_of(
+        labels, annotations, namespace, owner, pod_group if isinstance(pod_group, str) else ""
+    )
     return PodInfo(
         uid=_str(metadata, "uid", mpath),
         namespace=namespace,
@@ -308,12 +312,42 @@ def pod_group_from_api(raw: Any, source: str) -> PodGroupInfo:
     metadata = _mapping(raw, "metadata", "PodGroup")
     spec = _mapping(raw, "spec", "PodGroup")
     timeout = spec.get("scheduleTimeoutSeconds")
+    if source == "native":
+        return _native_pod_group(metadata, spec)
     return PodGroupInfo(
         source=source,
         namespace=_str(metadata, "namespace", "PodGroup.metadata") or "default",
         name=_str(metadata, "name", "PodGroup.metadata", required=True),
         min_member=spec.get("minMember"),
         timeout_seconds=timeout if isinstance(timeout, int) and timeout > 0 else None,
+    )
+
+
+def _native_pod_group(metadata: Mapping[str, Any], spec: Mapping[str, Any]) -> PodGroupInfo:
+    """Kubernetes' own PodGroup (`scheduling.k8s.io/v1alpha2`, GenericWorkload gate)."""
+    path = "PodGroup.spec"
+    policy = _mapping(spec, "schedulingPolicy", path)
+    raw_gang = policy.get("gang")
+    gang: Mapping[str, Any] = raw_gang if isinstance(raw_gang, Mapping) else {}
+    is_gang = isinstance(raw_gang, Mapping)
+    constraints = _mapping(spec, "schedulingConstraints", path)
+    keys = tuple(
+        key
+        for _, item in _objects(constraints, "topology", f"{path}.schedulingConstraints")
+        if isinstance(key := item.get("key"), str) and key
+    )
+    priority = spec.get("priority")
+    timeout = gang.get("scheduleTimeoutSeconds") if is_gang else None
+    return PodGroupInfo(
+        source="native",
+        namespace=_str(metadata, "namespace", "PodGroup.metadata") or "default",
+        name=_str(metadata, "name", "PodGroup.metadata", required=True),
+        min_member=gang.get("minCount") if is_gang else 1,
+        timeout_seconds=timeout if isinstance(timeout, int) and timeout > 0 else None,
+        gang=is_gang,
+        topology=keys,
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        priority_class=_str(spec, "priorityClassName", path),
     )
 
 

@@ -12,6 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from extender.cache.handlers import POD_GROUP_KINDS
 from extender.web.routes import VERBS
 from tests.scheduler_config import validate_scheduler_config
 
@@ -153,8 +154,7 @@ def test_the_extender_may_do_exactly_what_the_code_does() -> None:
         ("", "namespaces"),
         ("scheduling.k8s.io", "priorityclasses"),
         ("batch", "jobs"),
-        ("scheduling.volcano.sh", "podgroups"),
-        ("scheduling.x-k8s.io", "podgroups"),
+        *((group, plural) for _, group, _, plural in POD_GROUP_KINDS.values()),
     }
     needed = {(g, r, v) for g, r in watched for v in ("list", "watch")}
     needed |= {("", "pods/binding", "create"), ("", "pods", "patch")}

@@ -27,6 +27,8 @@ from extender.convert import (
 POD_GROUP_KINDS = {
     "volcano-podgroups": ("volcano", "scheduling.volcano.sh", "v1beta1", "podgroups"),
     "coscheduling-podgroups": ("coscheduling", "scheduling.x-k8s.io", "v1alpha1", "podgroups"),
+    # Kubernetes' own, served from 1.36 when the GenericWorkload feature gate is on.
+    "native-podgroups": ("native", "scheduling.k8s.io", "v1alpha2", "podgroups"),
 }
 
 log = logging.getLogger("gangplank.cache")

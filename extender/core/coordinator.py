@@ -32,11 +32,14 @@ from extender.core.preemption import Eviction, Preemption
 from extender.core.prioritize import NodeScores
 from extender.core.queues import QueueBook, WaitingJob
 from extender.core.resources import total
+from extender.core.scoring import PlacementScorer, ScoreWeights, shapes_of
+from extender.core.topology import DEFAULT_TOPOLOGY
 from extender.core.workload import queue_label
 
 IN_FLIGHT_SECONDS = 30.0  # an admitted pod counts against its queue this long before it binds
 FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is forgotten after this
 HEAD_TRIES = 64  # jobs looked at for the head of the line (the first few are refused by quota)
+LEARN_SECONDS = 60.0  # how often the mix of job shapes that scoring keeps room for is relearned
 RECLAIM_TRIES = 2  # jobs of the line looked at for preemption per pass (a dry run each)
 
 
@@ -85,6 +88,8 @@ class Coordinator:
         self.outcomes = QueueOutcomes()
         self._policy_changed = False
         self._refused_checked: tuple[int, int, int] = (0, -1, -1)
+        self.scorer = PlacementScorer()
+        self._learned_at = float("-inf")
         self.set_policy(policy)
 
     # ---- policy ------------------------------------------
@@ -101,6 +106,8 @@ class Coordinator:
             book = self.new_book(policy)
         self.book = book if policy is not None else None
         self.gangs.auto_hold = policy is None
+        self.gangs.topology = policy.topology if policy is not None else DEFAULT_TOPOLOGY
+        self.scorer.set_weights(policy.weights if policy is not None else ScoreWeights())
         self._policy_changed = True
         return old
 
@@ -251,7 +258,9 @@ class Coordinator:
 
     # ---- the other verbs ------------------------------------------
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
-        return self.gangs.scores(snapshot, pod, names)
+        if self.gangs.planned_node(pod) is not None:
+            return self.gangs.scores(snapshot, pod, names)
+        return self.scorer.scores(snapshot, pod, names)
 
     def check_bind(self, request: BindRequest) -> BindDecision:
         return self.gangs.check_bind(request)
@@ -346,6 +355,9 @@ class Coordinator:
         """Parked pods kube-scheduler should retry now: gang members whose gang can go ahead, and
         jobs refused by quota that their queue would admit now."""
         self._now = now
+        if now - self._learned_at >= LEARN_SECONDS:
+            self._learned_at = now
+            self.scorer.learn(shapes_of(snapshot))
         refs = self.gangs.kick_candidates(snapshot, now)
         if self.policy is None:
             return refs

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from extender.core.model import PodInfo, Snapshot
+from extender.core.placement import GPU_PRODUCT, REQUIRE_NODES, why_not_labelled
 from extender.core.workload import is_managed
 
 
@@ -27,6 +28,29 @@ class FilterResult:
 
 
 def decide_filter(snapshot: Snapshot, pod: PodInfo, node_names: Sequence[str]) -> FilterResult:
+    notes = pod.annotations
+    if GPU_PRODUCT in notes or REQUIRE_NODES in notes:
+        return _labelled(snapshot, pod, node_names)
+    return _known(snapshot, pod, node_names)
+
+
+def _labelled(snapshot: Snapshot, pod: PodInfo, node_names: Sequence[str]) -> FilterResult:
+    """A pod asking for a GPU model or node features: nodes without them fail for good."""
+    result = _known(snapshot, pod, node_names)
+    nodes = snapshot.nodes
+    kept: list[str] = []
+    for name in result.passed:
+        node = nodes.get(name)
+        why = why_not_labelled(pod, node.labels) if node is not None else ""
+        if why:
+            result.unresolvable[name] = f"pod {pod.key}: {why}"
+        else:
+            kept.append(name)
+    result.passed = kept
+    return result
+
+
+def _known(snapshot: Snapshot, pod: PodInfo, node_names: Sequence[str]) -> FilterResult:
     if not is_managed(pod):
         return FilterResult(passed=list(node_names))
     known = snapshot.nodes

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from extender.core.model import Owner, PodInfo, Snapshot
+from extender.core.topology import NO_CONSTRAINT, Constraint, constraint_of
 from extender.core.workload import QUEUE_LABELS
 
 GANG_LABEL = "gangplank.io/gang"
@@ -33,9 +34,17 @@ def group_key(pod: PodInfo) -> str | None:
 
 
 def gang_of(
-    labels: Mapping[str, str], annotations: Mapping[str, str], ns: str, owner: Owner | None
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    ns: str,
+    owner: Owner | None,
+    pod_group: str = "",
 ) -> str | None:
-    """`group_key` from a pod's parts (the converter works it out once per pod)."""
+    """`group_key` from a pod's parts (the converter works it out once per pod).
+
+    `pod_group` is the pod's `spec.schedulingGroup.podGroupName` (Kubernetes' own PodGroup)."""
+    if pod_group:
+        return f"native:{ns}/{pod_group}"
     if name := labels.get(GANG_LABEL):
         return f"gangplank:{ns}/{name}"
     if name := annotations.get(VOLCANO_GROUP):
@@ -67,6 +76,9 @@ class Gang:
     members: tuple[PodInfo, ...]  # active members (not finished, not being deleted)
     problem: str = ""
     timeout_seconds: int | None = None
+    constraint: Constraint = NO_CONSTRAINT  # the topology its pods or PodGroup ask for
+    group_priority: int | None = None  # a native PodGroup's priority, over its pods'
+    basic: bool = False  # a native PodGroup with the `basic` policy: no gang, pods on their own
 
     @property
     def name(self) -> str:
@@ -99,6 +111,8 @@ class Gang:
 
     @property
     def priority(self) -> int:
+        if self.group_priority is not None:
+            return self.group_priority
         return max((p.priority for p in self.members), default=0)
 
     @property
@@ -143,6 +157,11 @@ def resolve_gang(snapshot: Snapshot, key: str, asking: PodInfo | None = None) ->
         members = (*members, asking)
     source, name = key.split(":", 1)
     timeout: int | None = None
+    constraint, problem = constraint_of(members)
+    if problem:
+        return Gang(key, 0, members, f"gang {name}: {problem}")
+    if source == "native":
+        return _native(snapshot, key, members, constraint)
     if source == "gangplank":
         size, problem = _annotated_size(members, GANG_SIZE, "the gang size")
     elif source in ("volcano", "coscheduling"):
@@ -173,4 +192,36 @@ def resolve_gang(snapshot: Snapshot, key: str, asking: PodInfo | None = None) ->
             )
     if problem:
         return Gang(key, 0, members, f"gang {name}: {problem}")
-    return Gang(key, size, members, timeout_seconds=timeout)
+    return Gang(key, size, members, timeout_seconds=timeout, constraint=constraint)
+
+
+NATIVE_API = "scheduling.k8s.io/v1alpha2"
+
+
+def _native(
+    snapshot: Snapshot, key: str, members: tuple[PodInfo, ...], constraint: Constraint
+) -> Gang:
+    """A gang of Kubernetes' own PodGroup: `minCount`, its topology key, its priority."""
+    name = key.split(":", 1)[1]
+    group = snapshot.pod_groups.get(key)
+    if group is None:
+        problem = f"waiting for its PodGroup {name} ({NATIVE_API}; not found)"
+        return Gang(key, 0, members, f"gang {name}: {problem}")
+    if not group.gang:
+        return Gang(key, 1, members, constraint=constraint, basic=True)
+    size, problem = _size(group.min_member, f"schedulingPolicy.gang.minCount of PodGroup {name}")
+    if problem:
+        return Gang(key, 0, members, f"gang {name}: {problem}")
+    if group.topology and not constraint.required:
+        constraint = Constraint(group.topology[0], constraint.preferred)
+    priority = group.priority
+    if priority is None and group.priority_class:
+        priority = snapshot.priority_classes.get(group.priority_class)
+    return Gang(
+        key,
+        size,
+        members,
+        timeout_seconds=group.timeout_seconds,
+        constraint=constraint,
+        group_priority=priority,
+    )

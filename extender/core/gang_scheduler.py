@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from extender.core.bind import BindDecision, BindRequest
+from extender.core.domains import plan_in_topology
 from extender.core.filter import FilterResult, decide_filter
 from extender.core.gang import Gang, group_key, job_key, job_name, resolve_gang
 from extender.core.hold import Hold
@@ -32,7 +33,7 @@ from extender.core.placement import fits
 from extender.core.planner import describe, plan_gang
 from extender.core.plans import Plan, planned_answer
 from extender.core.prioritize import MAX_SCORE, NodeScores, decide_scores
-from extender.core.topology import near_members
+from extender.core.topology import DEFAULT_TOPOLOGY, Topology, near_members
 
 FORGET_SECONDS = 60.0
 
@@ -82,6 +83,7 @@ class GangScheduler:
         self.outcomes = Outcomes()
         # The first gang in line takes the hold itself; with queues, the coordinator gives it.
         self.auto_hold = True
+        self.topology: Topology = DEFAULT_TOPOLOGY  # the policy's tiers (the coordinator sets them)
         self._reserved: dict[str, dict[str, dict[str, int]]] = {}  # node -> gang -> resources
         self._planned_parked: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name)
         # Planned pods parked while their plan's victims leave: uid -> (namespace, name, plan)
@@ -178,6 +180,8 @@ class GangScheduler:
         gang = resolve_gang(snapshot, key, asking=pod)
         if gang.problem:
             return self._reject(gang, pod, names, "invalid", gang.problem, now)
+        if gang.basic:
+            return self._filter_other(snapshot, pod, names, key)
         plan = self.plans.get(key)
         if plan is not None and pod.uid in plan.assignments:
             node = plan.assignments[pod.uid]
@@ -215,12 +219,15 @@ class GangScheduler:
         offered = set(names)
         wanted = {name for p in gang.pending for name in p.requests}
         for _ in range(3):
-            attempt = plan_gang(
+            attempt = plan_in_topology(
                 snapshot,
                 gang.pending,
                 needed,
                 partial(self.free_for, gang_key=gang.key, only=wanted),
-                prefer=near_members(snapshot, bound),
+                self.topology,
+                gang.constraint,
+                bound=bound,
+                prefer=near_members(snapshot, bound, self.topology),
                 avoid=avoid,
             )
             if not attempt.ok:
@@ -324,7 +331,7 @@ class GangScheduler:
             [pod],
             1,
             partial(self.free_for, gang_key=None, only=list(pod.requests)),
-            prefer=near_members(snapshot, gang.bound),
+            prefer=near_members(snapshot, gang.bound, self.topology),
             avoid={pod.uid: snapshot.nodes.keys() - offered},
         )
         node = attempt.assignments.get(pod.uid)
@@ -511,7 +518,7 @@ class GangScheduler:
                 and now - checked_at >= self.config.kick_interval_seconds
             ):
                 waiting.checked = (snapshot.generation, now)
-                attempt = plan_gang(
+                attempt = plan_in_topology(
                     snapshot,
                     gang.pending,
                     gang.needed,
@@ -520,6 +527,9 @@ class GangScheduler:
                         gang_key=key,
                         only={r for p in gang.pending for r in p.requests},
                     ),
+                    self.topology,
+                    gang.constraint,
+                    bound=gang.bound,
                 )
                 fits_now = attempt.ok
             ready = (

@@ -119,13 +119,18 @@ class NodeInfo:
 
 @dataclass(frozen=True, slots=True)
 class PodGroupInfo:
-    """A Volcano or coscheduling PodGroup: how many members its gang needs."""
+    """A Volcano, coscheduling or native (`scheduling.k8s.io`) PodGroup: how many members its
+    gang needs, and for the native kind where it must run and how much it matters."""
 
-    source: str  # "volcano" or "coscheduling"
+    source: str  # "volcano", "coscheduling" or "native"
     namespace: str
     name: str
     min_member: object  # as written; validated where the gang is resolved
     timeout_seconds: int | None = None
+    gang: bool = True  # False: the native `basic` policy, each pod on its own
+    topology: tuple[str, ...] = ()  # required topology label keys (native)
+    priority: int | None = None  # native `priority`, else from `priority_class`
+    priority_class: str = ""
 
     @property
     def key(self) -> str:

@@ -5,11 +5,16 @@ gang ahead of kube-scheduler: resources, node selector, required node affinity, 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from extender.core.model import AffinityTerm, NodeInfo, PodInfo, Requirement, Taint, Toleration
 from extender.core.resources import Resources
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_PRODUCT = "gangplank.io/gpu-product"  # models the pod may run on, `|`-separated
+REQUIRE_NODES = "gangplank.io/require-nodes"  # a label selector the node must match
+PREFER_NODES = "gangplank.io/prefer-nodes"  # a label selector nodes score higher for
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 
@@ -50,9 +55,77 @@ def _term_holds(term: AffinityTerm, node: NodeInfo) -> bool:
     )
 
 
+SelectorTerm = tuple[str, str, str]  # (key, op, value); op one of = != exists !exists
+
+
+@lru_cache(maxsize=1024)
+def parse_selector(text: str) -> tuple[SelectorTerm, ...]:
+    """An equality-based label selector as kubectl writes it: `a=b,c!=d,e,!f`.
+
+    Malformed terms are kept as terms no node matches (the reason names them)."""
+    terms: list[SelectorTerm] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if "!=" in part:
+            key, value = part.split("!=", 1)
+            terms.append((key.strip(), "!=", value.strip()))
+        elif "=" in part:
+            key, value = part.replace("==", "=").split("=", 1)
+            terms.append((key.strip(), "=", value.strip()))
+        elif part.startswith("!"):
+            terms.append((part[1:].strip(), "!exists", ""))
+        else:
+            terms.append((part, "exists", ""))
+    return tuple(terms)
+
+
+def selector_misses(terms: tuple[SelectorTerm, ...], labels: Mapping[str, str]) -> str:
+    """The first term `labels` do not satisfy, as written ("" when all hold)."""
+    for key, op, value in terms:
+        have = labels.get(key)
+        if (
+            (op == "=" and have != value)
+            or (op == "!=" and have == value)
+            or (op == "exists" and have is None)
+            or (op == "!exists" and have is not None)
+        ):
+            return (
+                key if op == "exists" else (f"!{key}" if op == "!exists" else f"{key}{op}{value}")
+            )
+    return ""
+
+
+@lru_cache(maxsize=256)
+def gpu_products(text: str) -> frozenset[str]:
+    return frozenset(p.strip() for p in text.split("|") if p.strip())
+
+
+def why_not_labelled(pod: PodInfo, labels: Mapping[str, str]) -> str:
+    """gangplank's own node requirements of a pod: GPU model and required node features."""
+    notes = pod.annotations
+    if not notes:
+        return ""
+    wanted = notes.get(GPU_PRODUCT)
+    if wanted is not None:
+        models = gpu_products(wanted)
+        if models and labels.get(GPU_PRODUCT_LABEL) not in models:
+            have = labels.get(GPU_PRODUCT_LABEL, "none")
+            return f"GPU model {have} is not {wanted} ({GPU_PRODUCT})"
+    required = notes.get(REQUIRE_NODES)
+    if required is not None:
+        missed = selector_misses(parse_selector(required), labels)
+        if missed:
+            return f"node lacks {missed} ({REQUIRE_NODES})"
+    return ""
+
+
 def why_not_placeable(pod: PodInfo, node: NodeInfo) -> str:
     """ "" when the pod may go on the node (resources aside), else the reason, briefly."""
     labels = node.labels
+    why = why_not_labelled(pod, labels)
+    if why:
+        return why
     for key, value in pod.node_selector.items():
         if labels.get(key) != value:
             return f"node selector {key}={value}"

@@ -11,7 +11,7 @@ is missing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from extender.core.model import NodeInfo, PodInfo, Snapshot
@@ -56,13 +56,16 @@ def plan_gang(
     prefer: Mapping[str, int] | None = None,
     avoid: Mapping[str, Collection[str]] | None = None,
     allow_partial: bool = False,
+    nodes: Iterable[NodeInfo] | None = None,
 ) -> PlanAttempt:
     """Place `pods` (at least `needed` of them) on `snapshot`'s nodes.
 
     `free_of(node)` is what a node has left for this gang (allocatable minus requested minus what
     others reserved). `avoid` maps a pod UID to nodes that pod must not get. With `allow_partial`,
     whatever fits is returned even when it is fewer than `needed` (used to hold capacity).
+    `nodes` limits the plan to some nodes (one topology domain); default all.
     """
+    pool = list(snapshot.nodes.values() if nodes is None else nodes)
     avoid = avoid or {}
     shapes: dict[tuple[object, ...], list[PodInfo]] = {}
     for pod in pods:
@@ -78,7 +81,7 @@ def plan_gang(
     )
     free: dict[str, dict[str, int]] = {}
     rank = prefer or {}
-    last = len(rank) + 1
+    last = max(rank.values(), default=0) + 1
     assignments: dict[str, str] = {}
     first_failure = ""
     for members in order:
@@ -87,7 +90,7 @@ def plan_gang(
         full: list[str] = []  # nodes it may use but that have no room: only read on failure
         rejected: Counter[str] = Counter()
         requests = sample.requests
-        for node in snapshot.nodes.values():
+        for node in pool:
             why = why_not_placeable(sample, node)
             if why:
                 rejected[why] += 1

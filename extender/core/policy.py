@@ -19,12 +19,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from extender.core.placement_policy import parse_topology, parse_weights
 from extender.core.quantity import QuantityError, format_amount, parse_quantity
+from extender.core.scoring import ScoreWeights
+from extender.core.topology import DEFAULT_TOPOLOGY, Topology
 
 API_VERSION = "gangplank.io/v1alpha1"
 KIND = "Policy"
 STATES = ("open", "closed", "draining")
-TOP_KEYS = {"apiVersion", "kind", "queues", "preemption"}
+TOP_KEYS = {"apiVersion", "kind", "queues", "preemption", "topology", "placement"}
 PREEMPTION_KEYS = {"withinQueue", "reclaimable", "minRuntime", "gracePeriodSeconds"}
 TOP_PREEMPTION_KEYS = {"evictionsPerMinute", "minRuntime", "gracePeriodSeconds"}
 QUEUE_KEYS = {
@@ -81,6 +84,8 @@ class Policy:
     source: str = "policy"
     defaults: PreemptionRules = field(default_factory=PreemptionRules)
     evictions_per_minute: int = 10  # jobs gangplank evicts itself per minute, at most
+    topology: Topology = DEFAULT_TOPOLOGY
+    weights: ScoreWeights = field(default_factory=ScoreWeights)
 
     def rules(self, queue: str | None) -> PreemptionRules:
         """The preemption rules of a queue (the policy's defaults for pods in no queue)."""
@@ -331,7 +336,10 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
         queues[spec.name] = spec
     _check_tree(queues, source)
     _check_claims(queues, source)
-    return Policy(queues, source, defaults, rate)
+    fail = lambda where, problem: _fail(source, where, problem)  # noqa: E731
+    topology = parse_topology(data.get("topology"), fail)
+    weights = parse_weights(data.get("placement"), fail)
+    return Policy(queues, source, defaults, rate, topology, weights)
 
 
 def _check_tree(queues: Mapping[str, QueueSpec], source: str) -> None:

@@ -45,4 +45,6 @@ def is_managed(pod: PodInfo) -> bool:
     labels = pod.labels
     if any(key in labels for key in QUEUE_LABELS) or any(key in labels for key in GANG_LABELS):
         return True
+    if pod.job.startswith("native:"):  # a member of Kubernetes' own PodGroup
+        return True
     return any(key in pod.annotations for key in GANG_ANNOTATIONS)

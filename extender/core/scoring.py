@@ -1,0 +1,192 @@
+"""Scores for single pods: put each where it strands the fewest GPUs.
+
+The cost of a node for a pod (lower is better) adds, with the policy's weights:
+- `fragmentation`: how much the node's GPU fragmentation grows (`fragmentation.py`: free GPUs no
+  common job shape of the cluster could use afterwards), in GPUs;
+- `keepGpuNodes`: a pod without GPUs on a node with free GPUs pays for the share of the node's
+  free CPU and memory it takes (GPU jobs need them);
+- `gpuModel`: a pod listing GPU models (`gangplank.io/gpu-product: H100|A100`) prefers the first;
+- `binpack`: GPUs (or CPU, for pods without GPUs) left free on the node afterwards: fuller nodes
+  first, so whole nodes stay free for whole-node jobs;
+- `preferredNodes`: nodes matching the pod's `gangplank.io/prefer-nodes` selector cost less.
+
+kube-scheduler wants an integer from 0 to 10 per node and picks at random among its best, so the
+scores are ranks: the cheapest nodes get 10, the next cost 9, and so on. Nodes in the same state
+share a cost, which is computed once and remembered: 5,000 nodes cost one lookup each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.core.fragmentation import (
+    DEFAULT_MIX,
+    WHOLE,
+    FragmentationCache,
+    GpuState,
+    Mix,
+    Shape,
+    fits,
+    state_of,
+)
+from extender.core.model import NodeInfo, PodInfo, Snapshot
+from extender.core.placement import (
+    GPU_PRODUCT,
+    GPU_PRODUCT_LABEL,
+    PREFER_NODES,
+    parse_selector,
+    selector_misses,
+)
+from extender.core.prioritize import MAX_SCORE, NEUTRAL_SCORE, NodeScores
+
+GPU = "nvidia.com/gpu"
+MIB = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreWeights:
+    fragmentation: float = 10.0
+    keep_gpu_nodes: float = 3.0
+    gpu_model: float = 2.0
+    binpack: float = 0.5
+    preferred_nodes: float = 2.0
+
+
+def shape_of(pod: PodInfo) -> Shape:
+    requests = pod.requests
+    wanted = pod.annotations.get(GPU_PRODUCT, "") if pod.annotations else ""
+    models = frozenset(m.strip() for m in wanted.split("|") if m.strip())
+    return Shape(
+        cpu=requests.get("cpu", 0),
+        memory=requests.get("memory", 0) // MIB,
+        gpus=requests.get(GPU, 0),
+        models=models,
+    )
+
+
+def node_state(node: NodeInfo) -> GpuState:
+    free_gpus = max(0, node.free(GPU))
+    return state_of(
+        node.labels.get(GPU_PRODUCT_LABEL, ""),
+        node.free("cpu"),
+        node.free("memory") // MIB,
+        (WHOLE,) * free_gpus,
+    )
+
+
+def rank_scores(costs: Mapping[str, float]) -> dict[str, int]:
+    """10 for the cheapest cost, 9 for the next, ... 0 from the eleventh on."""
+    levels = sorted(set(costs.values()))[:MAX_SCORE]
+    score = {cost: MAX_SCORE - i for i, cost in enumerate(levels)}
+    return {name: score.get(cost, 0) for name, cost in costs.items()}
+
+
+class PlacementScorer:
+    """Costs of placing a pod shape on node states, for one mix and one set of weights."""
+
+    def __init__(self, weights: ScoreWeights | None = None, mix: Mix = DEFAULT_MIX) -> None:
+        self.weights = weights or ScoreWeights()
+        self.frag = FragmentationCache(mix)
+        self._costs: dict[tuple[Shape, tuple[str, ...]], dict[GpuState, float | None]] = {}
+        self._states: dict[str, tuple[NodeInfo, GpuState]] = {}
+
+    @property
+    def mix(self) -> Mix:
+        return self.frag.mix
+
+    def learn(self, shapes: Iterable[Shape]) -> None:
+        """Use the cluster's own mix of job shapes from now on."""
+        mix = Mix.of(shapes)
+        if mix != self.frag.mix:
+            self.frag = FragmentationCache(mix)
+            self._costs.clear()
+
+    def set_weights(self, weights: ScoreWeights) -> None:
+        if weights != self.weights:
+            self.weights = weights
+            self._costs.clear()
+
+    def cost(self, state: GpuState, shape: Shape, order: tuple[str, ...] = ()) -> float | None:
+        """The cost of `shape` on a node in `state`; None when it does not fit."""
+        table = self._costs.get((shape, order))
+        if table is None:
+            if len(self._costs) > 4096:
+                self._costs.clear()
+            table = self._costs[(shape, order)] = {}
+        elif state in table:
+            return table[state]
+        value = self._cost(state, shape, order)
+        if len(table) > 50_000:
+            table.clear()
+        table[state] = value
+        return value
+
+    def _cost(self, state: GpuState, shape: Shape, order: tuple[str, ...]) -> float | None:
+        if not fits(state, shape):
+            return None
+        w = self.weights
+        grow, after, _ = self.frag.best(state, shape)
+        cost = w.fragmentation * grow / WHOLE
+        model, cpu, memory, gpus = state
+        if not shape.gpus and gpus:
+            taken = max(shape.cpu / max(cpu, 1), shape.memory / max(memory, 1))
+            cost += w.keep_gpu_nodes * taken
+        if shape.gpus and order and model in order:
+            cost += w.gpu_model * order.index(model) / len(order)
+        if shape.gpus:
+            cost += w.binpack * sum(after[3]) / (8 * WHOLE)
+        else:
+            cost += w.binpack * after[1] / 128_000
+        return round(cost, 6)
+
+    def state(self, node: NodeInfo) -> GpuState:
+        known = self._states.get(node.name)
+        if known is not None and known[0] is node:
+            return known[1]
+        state = node_state(node)
+        self._states[node.name] = (node, state)
+        return state
+
+    def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
+        """Scores for the nodes kube-scheduler sent. Neutral where GPUs play no part."""
+        if not snapshot.capacity.get(GPU, 0):
+            return NodeScores(NEUTRAL_SCORE)
+        shape = shape_of(pod)
+        order = tuple(sorted(shape.models)) if shape.models else ()
+        if shape.models:
+            wanted = pod.annotations.get(GPU_PRODUCT, "")
+            order = tuple(m.strip() for m in wanted.split("|") if m.strip())
+        nodes = snapshot.nodes
+        costs: dict[str, float] = {}
+        worst = 0.0
+        for name in names:
+            node = nodes.get(name)
+            if node is None:
+                continue
+            value = self.cost(self.state(node), shape, order)
+            if value is not None:
+                costs[name] = value
+                worst = max(worst, value)
+        preferred = pod.annotations.get(PREFER_NODES) if pod.annotations else None
+        if preferred:
+            terms = parse_selector(preferred)
+            bonus = self.weights.preferred_nodes
+            for name in costs:
+                if not selector_misses(terms, nodes[name].labels):
+                    costs[name] -= bonus
+        ranked = rank_scores(costs)
+        # Nodes where it does not fit (gangplank counts reservations kube-scheduler does not see)
+        # or that the cache does not know score 0.
+        return NodeScores(0, ranked)
+
+
+def shapes_of(snapshot: Snapshot) -> Iterable[Shape]:
+    """The shapes of the pods the cluster runs and waits to run (the mix to learn)."""
+    for node in snapshot.nodes.values():
+        for pod in node.pods:
+            if not pod.terminal:
+                yield shape_of(pod)
+    for pending in snapshot.queue_pending.values():
+        for pod in pending:
+            yield shape_of(pod)
