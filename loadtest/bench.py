@@ -139,7 +139,7 @@ def wsgi_caller(app: Any, path: str, body: bytes) -> Callable[[], None]:
     return call
 
 
-def gang_members(name: str, size: int) -> list[dict[str, Any]]:
+def gang_members(name: str, size: int, topology: str = "") -> list[dict[str, Any]]:
     """A training job's pods: `size` workers of 1 GPU, 4 cpu, 16Gi each."""
     members = []
     for i in range(size):
@@ -148,6 +148,8 @@ def gang_members(name: str, size: int) -> list[dict[str, Any]]:
         meta.update(name=f"{name}-{i}", uid=f"{name}-uid-{i}", namespace="ml")
         meta["labels"] = {"gangplank.io/gang": name, "gangplank.io/queue": "research"}
         meta["annotations"] = {"gangplank.io/gang-size": str(size)}
+        if topology:
+            meta["annotations"]["gangplank.io/topology"] = topology
         member["spec"]["containers"][0]["resources"] = {
             "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
             "limits": {"nvidia.com/gpu": "1"},
@@ -159,8 +161,8 @@ def gang_members(name: str, size: int) -> list[dict[str, Any]]:
 def bench_gangs(store: ClusterStore, names: list[str], calls: int) -> list[str]:
     rows = []
     handlers = handlers_for(store)
-    for size in (8, 64, 256):
-        members = gang_members(f"train-{size}", size)
+    for size, topology in ((8, ""), (64, ""), (256, ""), (256, "required=block")):
+        members = gang_members(f"train-{size}{'-block' if topology else ''}", size, topology)
         for member in members:
             handlers["pods"].apply("ADDED", member)
         snapshot = store.snapshot()
@@ -178,8 +180,9 @@ def bench_gangs(store: ClusterStore, names: list[str], calls: int) -> list[str]:
             if result.passed
             else "not planned: " + next(iter(result.unresolvable.values()), "")
         )
+        where = f", {topology}" if topology else ""
         rows.append(
-            f"| gang of {size} planned on {len(snapshot.nodes):,} nodes (whole filter "
+            f"| gang of {size}{where} planned on {len(snapshot.nodes):,} nodes (whole filter "
             f"call of its first member; {ok}, {planned} reserved) | "
             f"{percentiles(samples)} |"
         )
@@ -203,10 +206,17 @@ def bench_gangs(store: ClusterStore, names: list[str], calls: int) -> list[str]:
     return rows
 
 
-def filter_body(names: list[str], labels: dict[str, str] | None = None) -> bytes:
+def filter_body(
+    names: list[str], labels: dict[str, str] | None = None, gpus: int = 0
+) -> bytes:
     body = json.loads(FIXTURE_POD.read_text())
     if labels:
         body["Pod"]["metadata"]["labels"].update(labels)
+    if gpus:
+        body["Pod"]["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": str(gpus)},
+            "limits": {"nvidia.com/gpu": str(gpus)},
+        }
     body["NodeNames"] = names
     return orjson.dumps(body)
 
@@ -350,6 +360,12 @@ def main(argv: list[str] | None = None) -> int:
         for verb in ("filter", "prioritize"):
             samples = timed(args.calls, wsgi_caller(app, f"/scheduler/{verb}", body))
             rows.append(f"| server time, pass-through {verb}, {label} | {percentiles(samples)} |")
+    for gpus in (1, 8):
+        scored = wsgi_caller(app, "/scheduler/prioritize", filter_body(names, gpus=gpus))
+        rows.append(
+            f"| server time, prioritize of a {gpus}-GPU pod (fragmentation scores), "
+            f"{len(names):,} nodes sent | {percentiles(timed(args.calls, scored))} |"
+        )
     queued = filter_body(names, {"gangplank.io/queue": "team-a"})
     samples = timed(args.calls, wsgi_caller(app, "/scheduler/filter", queued))
     rows.append(

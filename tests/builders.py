@@ -114,6 +114,38 @@ def pod_group(
     return {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
+def native_pod_group(
+    name: str,
+    min_count: int | None,
+    *,
+    namespace: str = "default",
+    topology: str = "",
+    priority_class: str = "",
+) -> dict[str, Any]:
+    """A Kubernetes 1.36 PodGroup (`scheduling.k8s.io/v1alpha2`); `min_count` None: `basic`."""
+    policy: dict[str, Any] = (
+        {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    )
+    spec: dict[str, Any] = {"schedulingPolicy": policy, "disruptionMode": "PodGroup"}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def native_member(name: str, group: str, **kwargs: Any) -> dict[str, Any]:
+    """A pod naming its native PodGroup in `spec.schedulingGroup.podGroupName`."""
+    out = pod(name, **kwargs)
+    out["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return out
+
+
 def node(
     name: str,
     *,

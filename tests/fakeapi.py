@@ -27,6 +27,7 @@ KIND_PATHS = {
     "/apis/batch/v1/jobs": "jobs",
     "/apis/scheduling.volcano.sh/v1beta1/podgroups": "volcano-podgroups",
     "/apis/scheduling.x-k8s.io/v1alpha1/podgroups": "coscheduling-podgroups",
+    "/apis/scheduling.k8s.io/v1alpha2/podgroups": "native-podgroups",
 }
 LIST_KINDS = {
     "nodes": ("v1", "NodeList"),
@@ -36,6 +37,7 @@ LIST_KINDS = {
     "jobs": ("batch/v1", "JobList"),
     "volcano-podgroups": ("scheduling.volcano.sh/v1beta1", "PodGroupList"),
     "coscheduling-podgroups": ("scheduling.x-k8s.io/v1alpha1", "PodGroupList"),
+    "native-podgroups": ("scheduling.k8s.io/v1alpha2", "PodGroupList"),
 }
 
 

@@ -14,6 +14,34 @@ QUALIFIED_NAME = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
 DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
+# kube-scheduler's in-tree plugins that score nodes (pkg/scheduler/framework/plugins/names), and
+# the extension points a profile's `plugins` may name (config.Plugins).
+SCORE_PLUGINS = {
+    "TaintToleration",
+    "NodeAffinity",
+    "NodeResourcesFit",
+    "NodeResourcesBalancedAllocation",
+    "ImageLocality",
+    "InterPodAffinity",
+    "PodTopologySpread",
+    "VolumeBinding",
+    "DynamicResources",
+}
+EXTENSION_POINTS = {
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+    "multiPoint",
+}
 
 
 def validate_scheduler_config(config: dict[str, Any], routes: set[str]) -> list[str]:
@@ -39,6 +67,17 @@ def validate_scheduler_config(config: dict[str, Any], routes: set[str]) -> list[
         errors += _percentage(
             f"profiles[{i}].percentageOfNodesToScore", profile.get("percentageOfNodesToScore")
         )
+        for point, sets in (profile.get("plugins") or {}).items():
+            if point not in EXTENSION_POINTS:
+                errors.append(f"profiles[{i}].plugins.{point}: unknown extension point")
+                continue
+            for kind, listed in (sets or {}).items():
+                for entry in listed or []:
+                    name = entry.get("name")
+                    if point == "score" and name != "*" and name not in SCORE_PLUGINS:
+                        errors.append(
+                            f"profiles[{i}].plugins.score.{kind}: {name!r} is no score plugin"
+                        )
     errors += _percentage("percentageOfNodesToScore", config.get("percentageOfNodesToScore"))
     binders = 0
     managed: set[str] = set()

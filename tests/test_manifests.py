@@ -70,6 +70,19 @@ def test_the_scheduler_configuration_passes_kube_schedulers_validation() -> None
     assert validate_scheduler_config(scheduler_config(), set(VERBS)) == []
 
 
+def test_the_gangplank_profile_turns_off_the_scores_that_spread_pods_and_weighs_gangplank_10() -> (
+    None
+):
+    config = scheduler_config()
+    profile = next(p for p in config["profiles"] if p["schedulerName"] == "gangplank")
+    disabled = {e["name"] for e in profile["plugins"]["score"]["disabled"]}
+    assert disabled == {"NodeResourcesFit", "NodeResourcesBalancedAllocation", "PodTopologySpread"}
+    assert config["extenders"][0]["weight"] == 10
+    broken = copy.deepcopy(config)
+    broken["profiles"][0]["plugins"]["score"]["disabled"].append({"name": "LeastAllocated"})
+    assert any("no score plugin" in e for e in validate_scheduler_config(broken, set(VERBS)))
+
+
 @pytest.mark.parametrize(
     "change,error",
     [

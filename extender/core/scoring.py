@@ -42,6 +42,8 @@ from extender.core.prioritize import MAX_SCORE, NEUTRAL_SCORE, NodeScores
 
 GPU = "nvidia.com/gpu"
 MIB = 1 << 20
+MIN_LEARN = 100  # pods needed before the cluster's own mix replaces the default one
+RELEARN_SHIFT = 0.1  # share of the mix that must move before scores are worked out afresh
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +51,7 @@ class ScoreWeights:
     fragmentation: float = 10.0
     keep_gpu_nodes: float = 3.0
     gpu_model: float = 2.0
-    binpack: float = 0.5
+    binpack: float = 0.0
     preferred_nodes: float = 2.0
 
 
@@ -96,9 +98,16 @@ class PlacementScorer:
         return self.frag.mix
 
     def learn(self, shapes: Iterable[Shape]) -> None:
-        """Use the cluster's own mix of job shapes from now on."""
-        mix = Mix.of(shapes)
-        if mix != self.frag.mix:
+        """Use the cluster's own mix of job shapes from now on, once it differs enough from the
+        one in use (every change drops what was remembered)."""
+        seen = list(shapes)
+        if len(seen) < MIN_LEARN:
+            return  # too few pods to say what the cluster runs: keep the default mix
+        mix = Mix.of(seen)
+        old = dict(self.frag.mix.shapes)
+        new = dict(mix.shapes)
+        moved = sum(abs(new.get(s, 0.0) - old.get(s, 0.0)) for s in {*old, *new}) / 2
+        if moved > RELEARN_SHIFT:
             self.frag = FragmentationCache(mix)
             self._costs.clear()
 

@@ -1,0 +1,237 @@
+"""Placement decisions in the core: fragmentation as FGD defines it, scores as ranks, topology
+tiers and constraints, GPU model and node-feature requirements, the policy's sections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.convert import pod_from_api, pod_group_from_api
+from extender.core.domains import plan_in_topology
+from extender.core.filter import decide_filter
+from extender.core.fragmentation import (
+    DEFAULT_MIX,
+    FragmentationCache,
+    Mix,
+    Shape,
+    fits,
+    fragment,
+    placements,
+    state_of,
+)
+from extender.core.gang import resolve_gang
+from extender.core.policy import PolicyError, parse_policy
+from extender.core.scoring import PlacementScorer, ScoreWeights, rank_scores
+from extender.core.topology import DEFAULT_TOPOLOGY, Constraint, parse_constraint
+from tests.builders import native_member, native_pod_group, node, pod, priority_class
+from tests.cluster import Cluster
+
+ONE = Shape(cpu=1000, memory=1024, gpus=1)
+HALF = Shape(cpu=1000, memory=1024, gpus=1, milli=500)
+EIGHT = Shape(cpu=8000, memory=8192, gpus=8)
+
+
+def test_a_node_that_cannot_run_a_shape_strands_all_its_free_gpus_for_that_shape() -> None:
+    state = state_of("A100", 32_000, 65_536, [1000, 1000, 300])
+    assert fragment(state, EIGHT) == 2300, "too few GPUs: all of them are fragments"
+    starved = state_of("A100", 500, 65_536, [1000, 1000])
+    assert fragment(starved, ONE) == 2000, "too little CPU: the GPUs cannot be used"
+    assert fragment(state, Shape(0, 0, 1, models=frozenset({"H100"}))) == 2300, "wrong model"
+
+
+def test_gpus_too_partly_used_for_a_shape_are_its_fragments() -> None:
+    state = state_of("", 32_000, 65_536, [1000, 600, 300])
+    assert fragment(state, HALF) == 300, "300 left on one GPU is too little for a half"
+    assert fragment(state, ONE) == 900, "whole-GPU shapes cannot use partly used GPUs"
+    assert fragment(state, Shape(1000, 1024)) == 1900, "a CPU pod uses no GPU at all"
+
+
+def test_a_shared_pod_may_go_on_each_distinct_gpu_that_fits_it() -> None:
+    state = state_of("", 32_000, 65_536, [1000, 1000, 600, 300])
+    afters = placements(state, HALF)
+    assert [a[0][3] for a in afters] == [(1000, 600, 500, 300), (1000, 1000, 300, 100)]
+    assert fits(state, HALF) and not fits(state, Shape(0, 0, 4))
+
+
+def test_fgd_prefers_the_placement_that_grows_fragmentation_least() -> None:
+    cache = FragmentationCache(Mix(((ONE, 0.5), (HALF, 0.5))))
+    state = state_of("", 32_000, 65_536, [1000, 500])
+    grow, after, _ = cache.best(state, HALF)
+    assert after[3] == (1000,), "the half goes on the half-used GPU, keeping a whole one"
+    assert grow < 0
+
+
+def test_the_mix_is_the_most_common_shapes_weighted_by_count() -> None:
+    mix = Mix.of([ONE, ONE, ONE, HALF], limit=1)
+    assert mix.shapes == ((ONE, 1.0),)
+    assert Mix.of([]) is DEFAULT_MIX
+
+
+def test_scores_are_ranks_the_cheapest_cost_gets_10() -> None:
+    assert rank_scores({"a": 0.5, "b": 0.1, "c": 0.5, "d": 2.0}) == {
+        "b": 10,
+        "a": 9,
+        "c": 9,
+        "d": 8,
+    }
+    many = rank_scores({f"n{i}": float(i) for i in range(15)})
+    assert many["n0"] == 10 and many["n10"] == 0 and many["n14"] == 0
+
+
+def test_a_cpu_pod_scores_a_cpu_node_above_a_gpu_node_with_free_gpus() -> None:
+    cluster = Cluster(nodes=[node("gpu", gpu=8, cpu="64"), node("cpu", gpu=0, cpu="64")], pods=[])
+    scorer = PlacementScorer()
+    scores = scorer.scores(cluster.snap(), pod_from_api(pod("web", cpu="8")), ["gpu", "cpu"])
+    assert scores.of("cpu") > scores.of("gpu")
+
+
+def test_a_pod_preferring_node_features_scores_matching_nodes_higher() -> None:
+    nvme = {"storage.gangplank.io/nvme": "true"}
+    cluster = Cluster(nodes=[node("plain"), node("fast", labels=nvme)], pods=[])
+    asking = pod(
+        "ckpt", gpu=8, annotations={"gangplank.io/prefer-nodes": "storage.gangplank.io/nvme=true"}
+    )
+    scores = PlacementScorer().scores(cluster.snap(), pod_from_api(asking), ["plain", "fast"])
+    assert scores.of("fast") == 10 and scores.of("plain") < 10
+
+
+def test_gpu_model_and_required_node_features_fail_other_nodes_for_good() -> None:
+    a100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    h100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "storage/nvme": "true"}
+    cluster = Cluster(nodes=[node("a", labels=a100), node("h", labels=h100)], pods=[])
+    wants_h100 = pod("t", gpu=1, annotations={"gangplank.io/gpu-product": "NVIDIA-H100-80GB-HBM3"})
+    result = decide_filter(cluster.snap(), pod_from_api(wants_h100), ["a", "h"])
+    assert result.passed == ["h"]
+    assert (
+        "GPU model NVIDIA-A100-SXM4-80GB is not NVIDIA-H100-80GB-HBM3" in result.unresolvable["a"]
+    )
+    needs_nvme = pod("u", gpu=1, annotations={"gangplank.io/require-nodes": "storage/nvme=true"})
+    result = decide_filter(cluster.snap(), pod_from_api(needs_nvme), ["a", "h"])
+    assert result.passed == ["h"] and "node lacks storage/nvme=true" in result.unresolvable["a"]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("required=rack", Constraint("rack", "")),
+        ("preferred=block", Constraint("", "block")),
+        ("required=rack, preferred=clique", Constraint("rack", "clique")),
+        ("zone", Constraint("zone", "")),
+    ],
+)
+def test_the_topology_annotation_reads_required_and_preferred(
+    text: str, expected: Constraint
+) -> None:
+    assert parse_constraint(text) == (expected, "")
+
+
+def test_a_malformed_topology_annotation_is_a_reason_on_the_gang() -> None:
+    members = [
+        pod(
+            f"g-{i}",
+            gpu=1,
+            labels={"gangplank.io/gang": "g"},
+            annotations={"gangplank.io/gang-size": "2", "gangplank.io/topology": "must=rack"},
+        )
+        for i in range(2)
+    ]
+    cluster = Cluster(nodes=[node("n0")], pods=members)
+    gang = resolve_gang(cluster.snap(), "gangplank:default/g")
+    assert "must=rack" in gang.problem and "required=<tier>" in gang.problem
+
+
+def test_tiers_are_named_by_tier_or_by_label_and_cloud_labels_map_to_them() -> None:
+    topology = DEFAULT_TOPOLOGY
+    rack = topology.tier_of("rack")
+    assert rack is not None and "topology.k8s.aws/network-node-layer-3" in rack.labels
+    block = topology.tier_of("block")
+    assert block is not None and "cloud.google.com/gce-topology-block" in block.labels
+    named = topology.tier_of("cloud.google.com/gce-topology-block")
+    assert named is not None and named.labels == ("cloud.google.com/gce-topology-block",)
+    custom = topology.tier_of("example.com/pod")
+    assert custom is not None and custom.labels == ("example.com/pod",)
+    assert topology.tier_of("nonsense") is None
+
+
+def _plan(
+    nodes: list[dict[str, Any]],
+    members: list[dict[str, Any]],
+    required: str,
+    running: list[dict[str, Any]] | None = None,
+) -> Any:
+    cluster = Cluster(nodes=nodes, pods=[*members, *(running or [])])
+    snap = cluster.snap()
+    pods = [pod_from_api(m) for m in members]
+    return plan_in_topology(
+        snap,
+        pods,
+        len(pods),
+        lambda n: {k: v - n.requested.get(k, 0) for k, v in n.allocatable.items()},
+        DEFAULT_TOPOLOGY,
+        Constraint(required, ""),
+    )
+
+
+def test_a_required_tier_no_node_is_labelled_with_says_so() -> None:
+    attempt = _plan([node("n0"), node("n1")], [pod(f"m{i}", gpu=8) for i in range(2)], "block")
+    assert not attempt.ok and "no node carries a block label" in attempt.reason
+
+
+def test_a_gang_prefers_one_block_over_two_when_no_rack_holds_it() -> None:
+    nodes = [
+        node(
+            f"{b}{r}{i}",
+            labels={"network.gangplank.io/block": b, "network.gangplank.io/rack": f"{b}{r}"},
+        )
+        for b in ("x", "y")
+        for r in ("1", "2")
+        for i in range(2)
+    ]
+    busy = pod("busy", gpu=8, node="x10", phase="Running")
+    members = [pod(f"m{i}", gpu=8) for i in range(4)]
+    attempt = _plan(nodes, members, "", [busy])
+    assert attempt.ok
+    assert {name[0] for name in attempt.assignments.values()} == {"y"}, "block y is whole"
+
+
+def test_policy_topology_and_placement_sections_are_read_and_checked() -> None:
+    policy = parse_policy(
+        {
+            "topology": {"tiers": [{"name": "pod", "labels": ["example.com/superpod"]}]},
+            "placement": {"weights": {"fragmentation": 5, "binpack": 1}},
+        }
+    )
+    assert [t.name for t in policy.topology.tiers] == ["pod"]
+    assert policy.weights == ScoreWeights(fragmentation=5, binpack=1)
+    with pytest.raises(PolicyError, match=r"placement\.weights\.spread: unknown"):
+        parse_policy({"placement": {"weights": {"spread": 1}}})
+    with pytest.raises(PolicyError, match=r"topology\.tiers\[0\]\.labels"):
+        parse_policy({"topology": {"tiers": [{"name": "rack", "labels": []}]}})
+
+
+def test_a_native_podgroup_gives_size_topology_and_priority() -> None:
+    group = pod_group_from_api(
+        native_pod_group("ring", 4, topology="network.gangplank.io/rack", priority_class="hi"),
+        "native",
+    )
+    assert (group.min_member, group.topology, group.priority_class) == (
+        4,
+        ("network.gangplank.io/rack",),
+        "hi",
+    )
+    basic = pod_group_from_api(native_pod_group("loose", None), "native")
+    assert not basic.gang
+    member = pod_from_api(native_member("ring-0", "ring", gpu=1))
+    assert member.job == "native:default/ring"
+    cluster = Cluster(
+        nodes=[node("n0")],
+        pods=[native_member("ring-0", "ring", gpu=1, priority=10)],
+        native_podgroups=[
+            native_pod_group("ring", 4, topology="network.gangplank.io/rack", priority_class="hi")
+        ],
+        priorityclasses=[priority_class("hi", 9000)],
+    )
+    gang = resolve_gang(cluster.snap(), "native:default/ring")
+    assert (gang.size, gang.priority) == (4, 9000)
+    assert gang.constraint.required == "network.gangplank.io/rack"
