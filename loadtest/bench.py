@@ -206,9 +206,7 @@ def bench_gangs(store: ClusterStore, names: list[str], calls: int) -> list[str]:
     return rows
 
 
-def filter_body(
-    names: list[str], labels: dict[str, str] | None = None, gpus: int = 0
-) -> bytes:
+def filter_body(names: list[str], labels: dict[str, str] | None = None, gpus: int = 0) -> bytes:
     body = json.loads(FIXTURE_POD.read_text())
     if labels:
         body["Pod"]["metadata"]["labels"].update(labels)
