@@ -47,8 +47,8 @@ from extender.core.fragmentation import (
     state_of,
 )
 from extender.core.scoring import PlacementScorer, rank_scores
+from loadtest.cluster import DEFAULT_TRACES
 
-DEFAULT_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 TRACE = "alibaba-gpu-v2023"
 LISTS = ("default", "multigpu50", "gpuspec33")
 POLICIES = (

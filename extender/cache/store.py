@@ -15,10 +15,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
+from extender.core.fragmentation import GpuState
 from extender.core.gang import group_key
 from extender.core.model import JobInfo, NodeInfo, PodGroupInfo, PodInfo, Snapshot
 from extender.core.resources import total
+from extender.core.scoring import node_state
 from extender.core.workload import queue_key
+
+STATE_IDS_LIMIT = 100_000  # distinct node states remembered before the ids start afresh
 
 # How long a pod gangplank bound counts on its node before the watch confirms it.
 ASSUME_TTL_SECONDS = 30.0
@@ -68,6 +72,11 @@ class ClusterStore:
         self._pods: dict[str, PodInfo] = {}
         self._pods_by_node: dict[str, dict[str, PodInfo]] = {}
         self._node_infos: dict[str, NodeInfo] = {}
+        # What placement scores read of each node, interned: node -> state id -> state.
+        self._node_states: dict[str, int] = {}
+        self._state_ids: dict[GpuState, int] = {}
+        self._states: dict[int, GpuState] = {}
+        self._state_epoch = 0
         self._dirty: set[str] = set()
         self._namespaces: dict[str, dict[str, str]] = {}
         self._priority_classes: dict[str, int] = {}
@@ -101,6 +110,7 @@ class ClusterStore:
         with self._lock:
             self._nodes.pop(name, None)
             self._count_node(self._node_infos.pop(name, None), -1)
+            self._node_states.pop(name, None)
             self._dirty.discard(name)
             self._bump()
 
@@ -108,6 +118,7 @@ class ClusterStore:
         with self._lock:
             self._nodes = {node.name: node for node in nodes}
             self._node_infos = {}
+            self._node_states = {}
             self._capacity, self._allocated = {}, {}
             self._dirty = set(self._nodes)
             self._bump()
@@ -232,6 +243,7 @@ class ClusterStore:
                     self._count_node(self._node_infos.get(name), -1)
                     self._count_node(info, 1)
                     self._node_infos[name] = info
+                    self._node_states[name] = self._intern(node_state(info))
             self._dirty.clear()
             self._queue_changes.append(
                 (self._last_generation, self._generation, frozenset(self._dirty_queues))
@@ -244,6 +256,9 @@ class ClusterStore:
             self._dirty_groups.clear()
             self._snapshot = Snapshot(
                 nodes=dict(self._node_infos),
+                node_states=dict(self._node_states),
+                states=self._states,
+                state_epoch=self._state_epoch,
                 namespaces=self._namespaces,
                 priority_classes=self._priority_classes,
                 generation=self._generation,
@@ -258,6 +273,23 @@ class ClusterStore:
                 allocated=dict(self._allocated),
             )
             return self._snapshot
+
+    def _intern(self, state: GpuState) -> int:
+        """A small id per distinct node state (cheap to hash); ids are never reused within an
+        epoch, and the table starts afresh (a new epoch) when it grows past its bound."""
+        known = self._state_ids.get(state)
+        if known is not None:
+            return known
+        if len(self._state_ids) >= STATE_IDS_LIMIT:
+            self._state_epoch += 1
+            self._state_ids, self._states = {}, {}
+            live = {name: self._node_infos[name] for name in self._node_states}
+            self._node_states = {}
+            for name, info in live.items():
+                self._node_states[name] = self._intern(node_state(info))
+        number = self._state_ids[state] = len(self._state_ids)
+        self._states[number] = state
+        return number
 
     def counts(self) -> dict[str, int]:
         with self._lock:

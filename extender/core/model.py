@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from extender.core.fragmentation import GpuState
 from extender.core.resources import Resources
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -157,6 +158,12 @@ class Snapshot:
     """A consistent view of the cached cluster at one moment; never changes once made."""
 
     nodes: Mapping[str, NodeInfo]
+    # Each node's free GPUs, CPU and memory as placement scores read them (`scoring.node_state`),
+    # kept by the store so that scoring 5,000 nodes is one lookup each: node -> state id, and the
+    # states by id (ids mean the same state within one `state_epoch`). Empty: work them out.
+    node_states: Mapping[str, int] = field(default_factory=dict)
+    states: Mapping[int, GpuState] = field(default_factory=dict)
+    state_epoch: int = 0
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     generation: int = 0

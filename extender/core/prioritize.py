@@ -31,8 +31,16 @@ class NodeScores:
 
     default: int = NEUTRAL_SCORE
     by_node: Mapping[str, int] = field(default_factory=dict)
+    # Or a score for each of `names`, in order (built without a dict, for 5,000 nodes).
+    names: Sequence[str] = ()
+    listed: Sequence[int] = ()
 
     def of(self, node: str) -> int:
+        if self.listed:
+            for name, score in zip(self.names, self.listed, strict=True):
+                if name == node:
+                    return score
+            return self.default
         return self.by_node.get(node, self.default)
 
 

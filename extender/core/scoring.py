@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from extender.core.fragmentation import (
     DEFAULT_MIX,
@@ -92,6 +93,8 @@ class PlacementScorer:
         self.frag = FragmentationCache(mix)
         self._costs: dict[tuple[Shape, tuple[str, ...]], dict[GpuState, float | None]] = {}
         self._states: dict[str, tuple[NodeInfo, GpuState]] = {}
+        self._by_id: dict[tuple[Shape, tuple[str, ...]], dict[int, float]] = {}
+        self._epoch: tuple[int, int] = (0, -1)
 
     @property
     def mix(self) -> Mix:
@@ -110,20 +113,18 @@ class PlacementScorer:
         if moved > RELEARN_SHIFT:
             self.frag = FragmentationCache(mix)
             self._costs.clear()
+            self._by_id.clear()
 
     def set_weights(self, weights: ScoreWeights) -> None:
         if weights != self.weights:
             self.weights = weights
             self._costs.clear()
+            self._by_id.clear()
 
     def cost(self, state: GpuState, shape: Shape, order: tuple[str, ...] = ()) -> float | None:
         """The cost of `shape` on a node in `state`; None when it does not fit."""
-        table = self._costs.get((shape, order))
-        if table is None:
-            if len(self._costs) > 4096:
-                self._costs.clear()
-            table = self._costs[(shape, order)] = {}
-        elif state in table:
+        table = self._table(shape, order)
+        if state in table:
             return table[state]
         value = self._cost(state, shape, order)
         if len(table) > 50_000:
@@ -162,32 +163,84 @@ class PlacementScorer:
         if not snapshot.capacity.get(GPU, 0):
             return NodeScores(NEUTRAL_SCORE)
         shape = shape_of(pod)
-        order = tuple(sorted(shape.models)) if shape.models else ()
+        order: tuple[str, ...] = ()
         if shape.models:
             wanted = pod.annotations.get(GPU_PRODUCT, "")
             order = tuple(m.strip() for m in wanted.split("|") if m.strip())
+        ids = snapshot.node_states
+        if len(ids) != len(snapshot.nodes):  # a snapshot made without them
+            return self._scores_by_state(snapshot, pod, names, shape, order)
+        epoch = (snapshot.origin, snapshot.state_epoch)
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self._by_id.clear()
+        table = self._by_id.get((shape, order))
+        if table is None:
+            if len(self._by_id) > 4096:
+                self._by_id.clear()
+            table = self._by_id[(shape, order)] = {}
+        # One lookup per node: nodes in the same state share a cost, remembered across calls.
+        costs = list(map(table.get, map(ids.get, names, repeat(-1)), repeat(_MISSING)))
+        if _MISSING in costs:
+            states = snapshot.states
+            for i, cost in enumerate(costs):
+                if cost == _MISSING:
+                    sid = ids.get(names[i], -1)
+                    state = states.get(sid)
+                    value = self.cost(state, shape, order) if state is not None else None
+                    costs[i] = _NO_FIT if value is None else value
+                    if state is not None:
+                        table[sid] = costs[i]
+        return self._ranked(snapshot, pod, names, costs)
+
+    def _scores_by_state(
+        self,
+        snapshot: Snapshot,
+        pod: PodInfo,
+        names: Sequence[str],
+        shape: Shape,
+        order: tuple[str, ...],
+    ) -> NodeScores:
         nodes = snapshot.nodes
-        costs: dict[str, float] = {}
-        worst = 0.0
+        costs: list[float] = []
         for name in names:
             node = nodes.get(name)
-            if node is None:
-                continue
-            value = self.cost(self.state(node), shape, order)
-            if value is not None:
-                costs[name] = value
-                worst = max(worst, value)
+            value = None if node is None else self.cost(self.state(node), shape, order)
+            costs.append(_NO_FIT if value is None else value)
+        return self._ranked(snapshot, pod, names, costs)
+
+    def _ranked(
+        self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], costs: list[float]
+    ) -> NodeScores:
         preferred = pod.annotations.get(PREFER_NODES) if pod.annotations else None
         if preferred:
             terms = parse_selector(preferred)
             bonus = self.weights.preferred_nodes
-            for name in costs:
-                if not selector_misses(terms, nodes[name].labels):
-                    costs[name] -= bonus
-        ranked = rank_scores(costs)
-        # Nodes where it does not fit (gangplank counts reservations kube-scheduler does not see)
-        # or that the cache does not know score 0.
-        return NodeScores(0, ranked)
+            nodes = snapshot.nodes
+            for i, name in enumerate(names):
+                node = nodes.get(name)
+                cost = costs[i]
+                if cost != _NO_FIT and node and not selector_misses(terms, node.labels):
+                    costs[i] = cost - bonus
+        # Ranks: the cheapest cost 10, the next 9, ...; nodes where it does not fit (gangplank
+        # counts reservations kube-scheduler does not see) or that the cache does not know: 0.
+        distinct = set(costs)
+        distinct.discard(_NO_FIT)
+        levels = sorted(distinct)[:MAX_SCORE]
+        score = {c: MAX_SCORE - i for i, c in enumerate(levels)}
+        return NodeScores(0, names=names, listed=list(map(score.get, costs, repeat(0))))
+
+    def _table(self, shape: Shape, order: tuple[str, ...]) -> dict[GpuState, float | None]:
+        table = self._costs.get((shape, order))
+        if table is None:
+            if len(self._costs) > 4096:
+                self._costs.clear()
+            table = self._costs[(shape, order)] = {}
+        return table
+
+
+_MISSING = -1e300  # not worked out yet (floats compare fast, in C)
+_NO_FIT = float("inf")  # does not fit there
 
 
 def shapes_of(snapshot: Snapshot) -> Iterable[Shape]:

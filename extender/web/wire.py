@@ -157,9 +157,21 @@ def prioritize_answer(names: list[str], scores: NodeScores) -> bytes:
     Names were checked by `parse_nodes` to need no escaping, so joining them is exact JSON.
     """
     groups: dict[int, list[str]] = {}
-    if scores.by_node:
+    if scores.listed and len(scores.names) == len(names):
+        for name, score in zip(scores.names, scores.listed, strict=True):
+            group = groups.get(score)
+            if group is None:
+                groups[score] = [name]
+            else:
+                group.append(name)
+    elif scores.by_node or scores.listed:
         for name in names:
-            groups.setdefault(scores.of(name), []).append(name)
+            score = scores.of(name) if scores.listed else scores.by_node.get(name, scores.default)
+            group = groups.get(score)
+            if group is None:
+                groups[score] = [name]
+            else:
+                group.append(name)
     elif names:
         groups[scores.default] = names
     parts = []
