@@ -38,3 +38,9 @@ def client(runtime: Runtime) -> FlaskClient:
 def fake_api() -> Iterator[FakeApiServer]:
     with FakeApiServer() as api:
         yield api
+
+
+@pytest.fixture
+def api(fake_api: FakeApiServer) -> FakeApiServer:
+    """The scenario suites' name for it."""
+    return fake_api

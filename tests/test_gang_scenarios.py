@@ -3,7 +3,6 @@ kube-scheduler stand-in driving the verbs pod by pod, with parking and retries a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,12 +10,6 @@ import pytest
 from tests.builders import gang_pods, job, node, pod, pod_group
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
-
-
-@pytest.fixture
-def api() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as server:
-        yield server
 
 
 def add_nodes(

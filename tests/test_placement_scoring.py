@@ -22,7 +22,7 @@ from extender.core.fragmentation import (
 )
 from extender.core.gang import resolve_gang
 from extender.core.policy import PolicyError, parse_policy
-from extender.core.scoring import PlacementScorer, ScoreWeights, rank_scores
+from extender.core.scoring import PlacementScorer, ScoreWeights, mix_of, rank_scores
 from extender.core.topology import DEFAULT_TOPOLOGY, Constraint, parse_constraint
 from tests.builders import native_member, native_pod_group, node, pod, priority_class
 from tests.cluster import Cluster
@@ -235,3 +235,16 @@ def test_a_native_podgroup_gives_size_topology_and_priority() -> None:
     gang = resolve_gang(cluster.snap(), "native:default/ring")
     assert (gang.size, gang.priority) == (4, 9000)
     assert gang.constraint.required == "network.gangplank.io/rack"
+
+
+def test_the_mix_is_learned_from_the_cache_once_it_holds_enough_pods() -> None:
+    nodes = [node(f"n{i}", gpu=8, cpu="512", memory="4Ti") for i in range(4)]
+    few = [pod(f"p{i}", gpu=1, node="n0", phase="Running") for i in range(10)]
+    assert mix_of(Cluster(nodes=nodes, pods=few).snap()) is None
+    many = [pod(f"q{i}", gpu=1 + i % 2, node=f"n{i % 4}", phase="Running") for i in range(120)]
+    mix = mix_of(Cluster(nodes=nodes, pods=many).snap())
+    assert mix is not None
+    assert sorted((s.gpus, w) for s, w in mix.shapes) == [(1, 0.5), (2, 0.5)]
+    scorer = PlacementScorer()
+    scorer.learn(mix)
+    assert scorer.mix is mix

@@ -4,10 +4,7 @@ Events), gangplank over HTTP, and the kube-scheduler stand-in with its preemptio
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from extender.core.policy import parse_policy
 from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
@@ -16,12 +13,6 @@ from tests.scheduler_sim import Extender, KubeScheduler
 
 QUEUE = "gangplank.io/queue"
 STARTED = "2026-12-01T00:00:00Z"
-
-
-@pytest.fixture
-def api() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as server:
-        yield server
 
 
 def add_nodes(api: FakeApiServer, count: int) -> None:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from extender.core.policy import parse_policy
@@ -18,12 +16,6 @@ from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
 
 QUEUE = "gangplank.io/queue"
-
-
-@pytest.fixture
-def api() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as server:
-        yield server
 
 
 def add_nodes(api: FakeApiServer, count: int, gpu: int = 8) -> None:

@@ -4,10 +4,7 @@ kube-scheduler stand-in."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tests.builders import gang_pods, native_member, native_pod_group, node, pod, priority_class
 from tests.fakeapi import FakeApiServer
@@ -15,12 +12,6 @@ from tests.scheduler_sim import Extender, KubeScheduler
 
 CLIQUE = "nvidia.com/gpu.clique"
 RACK = "network.gangplank.io/rack"
-
-
-@pytest.fixture
-def api() -> Iterator[FakeApiServer]:
-    with FakeApiServer() as server:
-        yield server
 
 
 def label(key: str, value: str) -> dict[str, str]:

@@ -32,14 +32,13 @@ from extender.core.preemption import Eviction, Preemption
 from extender.core.prioritize import NodeScores
 from extender.core.queues import QueueBook, WaitingJob
 from extender.core.resources import total
-from extender.core.scoring import PlacementScorer, ScoreWeights, shapes_of
+from extender.core.scoring import PlacementScorer, ScoreWeights
 from extender.core.topology import DEFAULT_TOPOLOGY
 from extender.core.workload import queue_label
 
 IN_FLIGHT_SECONDS = 30.0  # an admitted pod counts against its queue this long before it binds
 FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is forgotten after this
 HEAD_TRIES = 64  # jobs looked at for the head of the line (the first few are refused by quota)
-LEARN_SECONDS = 60.0  # how often the mix of job shapes that scoring keeps room for is relearned
 RECLAIM_TRIES = 2  # jobs of the line looked at for preemption per pass (a dry run each)
 
 
@@ -88,8 +87,7 @@ class Coordinator:
         self.outcomes = QueueOutcomes()
         self._policy_changed = False
         self._refused_checked: tuple[int, int, int] = (0, -1, -1)
-        self.scorer = PlacementScorer()
-        self._learned_at = float("-inf")
+        self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
         self.set_policy(policy)
 
     # ---- policy ------------------------------------------
@@ -355,9 +353,6 @@ class Coordinator:
         """Parked pods kube-scheduler should retry now: gang members whose gang can go ahead, and
         jobs refused by quota that their queue would admit now."""
         self._now = now
-        if now - self._learned_at >= LEARN_SECONDS:
-            self._learned_at = now
-            self.scorer.learn(shapes_of(snapshot))
         refs = self.gangs.kick_candidates(snapshot, now)
         if self.policy is None:
             return refs

@@ -82,11 +82,7 @@ def _in_tier(
     avoid: Mapping[str, Collection[str]] | None,
 ) -> PlanAttempt | None:
     nodes = snapshot.nodes
-    sums: dict[str, int] = {}
-    for name, fit in room.items():
-        value = domain_of(nodes[name], tier)
-        if value is not None:
-            sums[value] = sums.get(value, 0) + fit
+    sums = _room_by_domain(nodes, tier, room)
     if running:
         home = {domain_of(n, tier) for n in running}
         if len(home) != 1 or None in home:
@@ -103,6 +99,18 @@ def _in_tier(
     return None
 
 
+def _room_by_domain(
+    nodes: Mapping[str, NodeInfo], tier: Tier, room: Mapping[str, int]
+) -> dict[str, int]:
+    """Members of the largest shape each domain of `tier` has room for."""
+    sums: dict[str, int] = {}
+    for name, fit in room.items():
+        value = domain_of(nodes[name], tier)
+        if value is not None:
+            sums[value] = sums.get(value, 0) + fit
+    return sums
+
+
 def _why_not(
     snapshot: Snapshot,
     sample: PodInfo,
@@ -112,11 +120,7 @@ def _why_not(
     running: Sequence[NodeInfo],
 ) -> str:
     nodes = snapshot.nodes
-    sums: dict[str, int] = {}
-    for name, fit in room.items():
-        value = domain_of(nodes[name], tier)
-        if value is not None:
-            sums[value] = sums.get(value, 0) + fit
+    sums = _room_by_domain(nodes, tier, room)
     what = f"{count} pod{'s' if count != 1 else ''} of {describe(sample.requests)}"
     if running:
         home = sorted({v for n in running if (v := domain_of(n, tier)) is not None})

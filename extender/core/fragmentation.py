@@ -14,7 +14,7 @@ first)`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 GpuState = tuple[str, int, int, tuple[int, ...]]
@@ -48,6 +48,10 @@ class Mix:
         counts: dict[Shape, int] = {}
         for shape in shapes:
             counts[shape] = counts.get(shape, 0) + 1
+        return Mix.counted(counts, limit)
+
+    @staticmethod
+    def counted(counts: Mapping[Shape, int], limit: int = MIX_SHAPES) -> Mix:
         common = sorted(counts.items(), key=lambda item: (-item[1], repr(item[0])))[:limit]
         total = sum(n for _, n in common)
         if not total:

@@ -17,7 +17,8 @@ share a cost, which is computed once and remembered: 5,000 nodes cost one lookup
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -57,15 +58,7 @@ class ScoreWeights:
 
 
 def shape_of(pod: PodInfo) -> Shape:
-    requests = pod.requests
-    wanted = pod.annotations.get(GPU_PRODUCT, "") if pod.annotations else ""
-    models = frozenset(m.strip() for m in wanted.split("|") if m.strip())
-    return Shape(
-        cpu=requests.get("cpu", 0),
-        memory=requests.get("memory", 0) // MIB,
-        gpus=requests.get(GPU, 0),
-        models=models,
-    )
+    return _shape(*_key(pod))
 
 
 def node_state(node: NodeInfo) -> GpuState:
@@ -100,13 +93,9 @@ class PlacementScorer:
     def mix(self) -> Mix:
         return self.frag.mix
 
-    def learn(self, shapes: Iterable[Shape]) -> None:
-        """Use the cluster's own mix of job shapes from now on, once it differs enough from the
-        one in use (every change drops what was remembered)."""
-        seen = list(shapes)
-        if len(seen) < MIN_LEARN:
-            return  # too few pods to say what the cluster runs: keep the default mix
-        mix = Mix.of(seen)
+    def learn(self, mix: Mix) -> None:
+        """Use the cluster's own mix of job shapes (`mix_of`) from now on, once it differs
+        enough from the one in use (every change drops what was remembered)."""
         old = dict(self.frag.mix.shapes)
         new = dict(mix.shapes)
         moved = sum(abs(new.get(s, 0.0) - old.get(s, 0.0)) for s in {*old, *new}) / 2
@@ -243,12 +232,30 @@ _MISSING = -1e300  # not worked out yet (floats compare fast, in C)
 _NO_FIT = float("inf")  # does not fit there
 
 
-def shapes_of(snapshot: Snapshot) -> Iterable[Shape]:
-    """The shapes of the pods the cluster runs and waits to run (the mix to learn)."""
+def mix_of(snapshot: Snapshot) -> Mix | None:
+    """The mix of shapes of the pods the cluster runs and waits to run; None while too few pods
+    say what it runs. Counted on plain tuples: 50,000 pods in tens of milliseconds."""
+    counts: Counter[tuple[int, int, int, str]] = Counter()
     for node in snapshot.nodes.values():
-        for pod in node.pods:
-            if not pod.terminal:
-                yield shape_of(pod)
+        counts.update(_key(pod) for pod in node.pods if not pod.terminal)
     for pending in snapshot.queue_pending.values():
-        for pod in pending:
-            yield shape_of(pod)
+        counts.update(_key(pod) for pod in pending)
+    if counts.total() < MIN_LEARN:
+        return None
+    return Mix.counted({_shape(*key): n for key, n in counts.items()})
+
+
+def _key(pod: PodInfo) -> tuple[int, int, int, str]:
+    requests = pod.requests
+    notes = pod.annotations
+    return (
+        requests.get("cpu", 0),
+        requests.get("memory", 0) // MIB,
+        requests.get(GPU, 0),
+        notes.get(GPU_PRODUCT, "") if notes else "",
+    )
+
+
+def _shape(cpu: int, memory: int, gpus: int, models: str) -> Shape:
+    wanted = frozenset(m.strip() for m in models.split("|") if m.strip())
+    return Shape(cpu=cpu, memory=memory, gpus=gpus, models=wanted)
