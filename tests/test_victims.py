@@ -10,6 +10,7 @@ import pytest
 from extender.convert import pod_from_api
 from extender.core.gang_scheduler import GangScheduler
 from extender.core.policy import PolicyError, PreemptionRules, parse_policy
+from extender.core.preemption import Preemption
 from extender.core.victims import (
     find_victims,
     priority_candidates,
@@ -180,3 +181,31 @@ def test_reclaim_measures_borrowing_where_the_trees_meet() -> None:
         jobs, "prod", borrowed.__getitem__, ["nvidia.com/gpu"], defaults, NOW, lambda q: "ml"
     )
     assert [j.key for j in found] == ["pod:default/v2"], "8 borrowed by ml, not 16 by vision"
+
+
+def test_a_gang_that_requires_one_rack_evicts_within_one_rack_even_if_that_takes_more() -> None:
+    rack = "network.gangplank.io/rack"
+    c = Cluster(
+        nodes=[
+            node("a0", labels={rack: "r1"}),
+            node("a1", labels={rack: "r1"}),
+            node("b0", labels={rack: "r2"}),
+        ],
+        pods=[on(pod("low-0", gpu=8), "a0"), on(pod("low-1", gpu=8), "a1")],
+    )
+    waiting = gang_pods("ring", 2, gpu=8, priority=100)
+    anywhere = search(c, waiting, 100)
+    assert anywhere is not None and len(anywhere.victims) == 1, "b0 is free: one victim"
+    for member in waiting:
+        member["metadata"]["annotations"]["gangplank.io/topology"] = "required=rack"
+    snap = c.snap()
+    pods = [pod_from_api(p) for p in waiting]
+    candidates = priority_candidates(running_jobs(snap, lambda p: None), None, 100, defaults, NOW)
+    gangs = GangScheduler()
+    preemption = Preemption(gangs)
+    planner = preemption._planner(Cluster(nodes=[], pods=waiting).snap(), "gangplank:default/ring")
+    in_rack = find_victims(
+        snap, pods, 2, partial(gangs.free_for, gang_key=None), candidates, NOW, None, planner
+    )
+    assert in_rack is not None and len(in_rack.victims) == 2
+    assert set(in_rack.assignments.values()) == {"a0", "a1"}

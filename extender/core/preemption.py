@@ -21,16 +21,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from extender.core.gang import job_key, job_name
+from extender.core.domains import plan_in_topology
+from extender.core.gang import job_key, job_name, resolve_gang
 from extender.core.gang_scheduler import GangScheduler
 from extender.core.model import PodInfo, Snapshot
 from extender.core.placement import fits
+from extender.core.planner import FreeOf, PlanAttempt, plan_gang
 from extender.core.policy import Policy, PreemptionRules
 from extender.core.preempt import Victims
 from extender.core.quantity import format_amount
 from extender.core.queues import QueueBook
 from extender.core.victims import (
     GPU,
+    Planner,
     PreemptionPlan,
     RunningJob,
     find_victims,
@@ -99,6 +102,22 @@ class Preemption:
         return rate - len(self.recent)
 
     # ---- planning ------------------------------------------
+    def _planner(self, snapshot: Snapshot, key: str) -> Planner:
+        """How trial plans place the job: within one domain when its gang requires one."""
+        if key.startswith("pod:"):
+            return plan_gang
+        constraint = resolve_gang(snapshot, key).constraint
+        if not constraint.required:
+            return plan_gang
+        topology = self.gangs.topology
+
+        def in_topology(
+            view: Snapshot, pods: list[PodInfo], needed: int, free_of: FreeOf
+        ) -> PlanAttempt:
+            return plan_in_topology(view, pods, needed, free_of, topology, constraint)
+
+        return in_topology
+
     def plan(
         self,
         snapshot: Snapshot,
@@ -125,6 +144,7 @@ class Preemption:
         found: PreemptionPlan | None = None
         rule = "priority"
         placeable = placeable_nodes(snapshot, pods)
+        planner = self._planner(snapshot, key)
         # A GPU job is made room for by jobs that hold GPUs: evicting CPU pods from a GPU node
         # frees no GPU (and CPU jobs, by the same rule, are made room for by CPU holders).
         scarce = GPU if any(p.requests.get(GPU, 0) for p in pods) else "cpu"
@@ -146,7 +166,9 @@ class Preemption:
             )
             candidates = priority_candidates(lower, queue, priority, rules_of, now)
             if candidates:
-                found = find_victims(snapshot, pods, needed, free, candidates, now, placeable)
+                found = find_victims(
+                    snapshot, pods, needed, free, candidates, now, placeable, planner
+                )
         if found is None and queue is not None and book is not None:
             borrowing = {q for q in book.policy.queues if q != queue and book.borrowed(q)}
             # A queue in the tree borrows if any ancestor outside `queue`'s path does.
@@ -182,7 +204,9 @@ class Preemption:
                     jobs, queue, book.borrowed, book.governed, rules_of, now, account
                 )
                 if candidates:
-                    found = find_victims(snapshot, pods, needed, free, candidates, now, placeable)
+                    found = find_victims(
+                        snapshot, pods, needed, free, candidates, now, placeable, planner
+                    )
         if found is None or len(found.victims) > budget:
             return 0
         grace = max((rules_of(v.queue).grace_seconds or 30 for v in found.victims), default=30)

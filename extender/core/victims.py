@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from extender.core.gang import job_key
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.placement import how_many_fit, why_not_placeable
-from extender.core.planner import plan_gang
+from extender.core.planner import PlanAttempt, plan_gang
 from extender.core.policy import PreemptionRules
 
 SYSTEM_PRIORITY = 1_000_000_000
@@ -36,6 +36,7 @@ OPT_OUTS = (("gangplank.io/preemptible", "false"), ("volcano.sh/preemptable", "f
 GPU = "nvidia.com/gpu"
 
 FreeOf = Callable[[NodeInfo], dict[str, int]]
+Planner = Callable[[Snapshot, list[PodInfo], int, FreeOf], PlanAttempt]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -182,10 +183,12 @@ def find_victims(
     candidates: Iterable[RunningJob],
     now: float,
     placeable: Mapping[str, NodeInfo] | None = None,
+    planner: Planner = plan_gang,
 ) -> PreemptionPlan | None:
     """The fewest `candidates` (in the order given: the rule's preference) whose eviction lets
     `needed` of `pods` be placed; None when even all of them would not make room, or when the
-    pods fit without evicting anyone."""
+    pods fit without evicting anyone. `planner` places the job on a trial view (a gang with a
+    required topology is planned by `domains.plan_in_topology`)."""
     if not pods:
         return None
     if placeable is None:
@@ -221,7 +224,7 @@ def find_victims(
             return None
         nodes = {n: placeable[n] for n in roomy | freed.keys()}
         view = replace(snapshot, nodes=nodes)
-        result = plan_gang(view, list(pods), needed, _with_freed(lambda n: base[n.name], freed))
+        result = planner(view, list(pods), needed, _with_freed(lambda n: base[n.name], freed))
         return result.assignments if result.ok else None
 
     if attempt([]) is not None:
