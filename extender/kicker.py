@@ -30,11 +30,18 @@ RETRY_ANNOTATION = "gangplank.io/retry-at"
 class Leadership(Protocol):
     def is_leader(self) -> bool: ...
 
+    def last_known(self) -> bool:
+        """The last answer, without asking the API server (for metrics)."""
+        ...
+
 
 class AlwaysLeader:
     """A scheduler that runs without leader election is always the one scheduling."""
 
     def is_leader(self) -> bool:
+        return True
+
+    def last_known(self) -> bool:
         return True
 
 
@@ -58,6 +65,9 @@ class LeaseLeadership:
         self._clock = clock
         self._checked = float("-inf")
         self._leader = False
+
+    def last_known(self) -> bool:
+        return self._leader
 
     def is_leader(self) -> bool:
         now = self._clock()
@@ -131,14 +141,14 @@ class Kicker:
     ) -> None:
         self._candidates = candidates
         self._patcher = patcher
-        self._leadership = leadership
+        self.leadership = leadership
         self._interval = interval
         self._on_kick = on_kick
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> int:
-        if not self._leadership.is_leader():
+        if not self.leadership.is_leader():
             return 0
         refs = self._candidates()
         for namespace, name in refs:

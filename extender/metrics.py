@@ -215,6 +215,12 @@ class Metrics:
         for seconds in outcomes.start_latencies:
             self.start_latency.observe(seconds)
 
+    def watch_pools(self, figures: Callable[[], Iterable[Any]]) -> None:
+        self.registry.register(_PoolCollector(figures))
+
+    def watch_leader(self, leading: Callable[[], bool]) -> None:
+        self.registry.register(_LeaderCollector(leading))
+
     def watch_gangs(self, counts: Callable[[], tuple[Mapping[str, int], int]]) -> None:
         self.registry.register(_GangCollector(counts))
 
@@ -283,6 +289,16 @@ class _QueueCollector(Collector):
         pending = GaugeMetricFamily(
             "gangplank_queue_pending_jobs", "Jobs waiting in a queue (subtree).", labels=["queue"]
         )
+        oldest = GaugeMetricFamily(
+            "gangplank_queue_oldest_pending_seconds",
+            "How long the longest-waiting job of a leaf queue has waited.",
+            labels=["queue"],
+        )
+        longer = GaugeMetricFamily(
+            "gangplank_queue_jobs_waiting_longer_than",
+            "Jobs of a leaf queue waiting longer than a threshold (5m, 1h, 6h).",
+            labels=["queue", "threshold"],
+        )
         share = GaugeMetricFamily(
             "gangplank_queue_share",
             "Dominant-resource share of a queue against its weight (fair order: lowest first).",
@@ -292,11 +308,44 @@ class _QueueCollector(Collector):
             queue = figure["queue"]
             pending.add_metric([queue], figure["pending_jobs"])
             share.add_metric([queue], figure["share"])
+            oldest.add_metric([queue], figure.get("oldest_pending_seconds", 0.0))
+            for threshold, count in figure.get("waiting_longer_than", {}).items():
+                longer.add_metric([queue, threshold], count)
             for key, values in figure["by_resource"].items():
                 for resource, amount in values.items():
                     value = amount / 1000 if resource == "cpu" else float(amount)
                     gauges[key].add_metric([queue, resource], value)
-        return [*gauges.values(), pending, share]
+        return [*gauges.values(), pending, share, oldest, longer]
+
+
+class _PoolCollector(Collector):
+    def __init__(self, figures: Callable[[], Iterable[Any]]) -> None:
+        self._figures = figures
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        gpus = GaugeMetricFamily(
+            "gangplank_pool_gpus",
+            "GPUs of a node pool (nodes by GPU model): allocatable, allocated, free, and stranded "
+            "(free on nodes with fewer free GPUs than the smallest GPU pod waiting).",
+            labels=["pool", "state"],
+        )
+        for pool in self._figures():
+            for state in ("allocatable", "allocated", "free", "stranded"):
+                gpus.add_metric([pool.name, state], getattr(pool, state))
+        return [gpus]
+
+
+class _LeaderCollector(Collector):
+    def __init__(self, leading: Callable[[], bool]) -> None:
+        self._leading = leading
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        leader = GaugeMetricFamily(
+            "gangplank_leader",
+            "1 while this replica's kube-scheduler holds the leader Lease (or runs without one).",
+        )
+        leader.add_metric([], 1.0 if self._leading() else 0.0)
+        return [leader]
 
 
 class _CacheCollector(Collector):

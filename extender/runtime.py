@@ -22,6 +22,7 @@ from extender.cache.store import ClusterStore
 from extender.core.coordinator import Coordinator
 from extender.core.gang_scheduler import GangConfig, GangScheduler
 from extender.core.policy import Policy
+from extender.core.pools import Pool, pools
 from extender.core.preemption import Eviction
 from extender.core.queue_report import collect_report, queue_numbers, render_report
 from extender.core.scoring import mix_of
@@ -96,6 +97,8 @@ class Runtime:
         metrics.watch_cache(store.counts, self._contacts)
         metrics.watch_gangs(self.gang_counts)
         metrics.watch_queues(self.queue_metrics)
+        metrics.watch_pools(self.pool_figures)
+        metrics.watch_leader(self.leading)
 
     def set_policy(self, policy: Policy | None) -> None:
         """Switch to `policy`. Its book is counted on the current snapshot first, without the
@@ -131,7 +134,13 @@ class Runtime:
 
     def queue_metrics(self) -> list[dict[str, Any]]:
         with self.lock:
-            return queue_numbers(self.scheduler, self.store.snapshot())
+            return queue_numbers(self.scheduler, self.store.snapshot(), time.time())
+
+    def pool_figures(self) -> list[Pool]:
+        return pools(self.store.snapshot())  # an immutable snapshot: no lock needed
+
+    def leading(self) -> bool:
+        return self.kicker.leadership.last_known()
 
     def kick_candidates(self) -> list[tuple[str, str]]:
         """The periodic pass (only while this replica's scheduler leads): holds, nudges,

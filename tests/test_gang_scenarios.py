@@ -168,7 +168,9 @@ def test_parked_members_start_promptly_when_gangplank_sees_the_gang_complete_lat
         create(api, members[2])
         scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("late")) == 3)
         assert len(scheduler.bound("late")) == 3
-        assert {name for _, name, _ in api.state.patches} >= {"late-0", "late-1"}
+        # The parked members were nudged: both, or the one that was still parked when the other's
+        # retry (kube-scheduler's own, on the third pod's creation) made the plan.
+        assert {name for _, name, _ in api.state.patches} & {"late-0", "late-1"}
         assert "gangplank_gang_kicks_total" in extender.metrics()
 
 

@@ -162,12 +162,26 @@ def queue_report(
     return render_report(collect_report(coordinator, snapshot, now, **options))
 
 
-def queue_numbers(coordinator: Coordinator, snapshot: Snapshot) -> list[dict[str, Any]]:
-    """Per queue, in base units, for the metrics."""
+WAIT_THRESHOLDS = (("5m", 300.0), ("1h", 3600.0), ("6h", 21600.0))
+
+
+def queue_numbers(
+    coordinator: Coordinator, snapshot: Snapshot, now: float = 0.0
+) -> list[dict[str, Any]]:
+    """Per queue, in base units, for the metrics. Waits are counted at `now` (wall clock)."""
     if coordinator.policy is None:
         return []
     book = coordinator.book_for(snapshot)
     lending = lent(book)
+    oldest: dict[str, float] = {}
+    longer: dict[str, dict[str, int]] = {}
+    for job in book.waiting_keys.values():
+        waited = max(0.0, now - job.created)
+        oldest[job.queue] = max(oldest.get(job.queue, 0.0), waited)
+        counts = longer.setdefault(job.queue, {})
+        for label, seconds in WAIT_THRESHOLDS:
+            if waited > seconds:
+                counts[label] = counts.get(label, 0) + 1
     out = []
     for name, spec in coordinator.policy.queues.items():
         state = book.state[name]
@@ -176,6 +190,10 @@ def queue_numbers(coordinator: Coordinator, snapshot: Snapshot) -> list[dict[str
                 "queue": name,
                 "share": book.share(name),
                 "pending_jobs": state.waiting_jobs,
+                "oldest_pending_seconds": oldest.get(name, 0.0),
+                "waiting_longer_than": {
+                    label: longer.get(name, {}).get(label, 0) for label, _ in WAIT_THRESHOLDS
+                },
                 "by_resource": {
                     "guarantee": book.guarantee[name],
                     "max": spec.max,

@@ -1,0 +1,38 @@
+"""GPU pools for the metrics: nodes by GPU model; stranded GPUs are free ones on nodes with fewer
+free than the smallest GPU pod waiting."""
+
+from __future__ import annotations
+
+from extender.core.pools import pools
+from tests.builders import node, pod
+from tests.cluster import Cluster
+
+H100 = {"nvidia.com/gpu.product": "H100"}
+A100 = {"nvidia.com/gpu.product": "A100"}
+
+
+def test_pools_count_allocatable_allocated_free_and_stranded_gpus() -> None:
+    cluster = Cluster(
+        nodes=[
+            node("h0", labels=H100),
+            node("h1", labels=H100),
+            node("a0", labels=A100),
+            node("cpu", gpu=0),
+        ],
+        pods=[
+            pod("r0", gpu=6, node="h0", phase="Running"),
+            pod("r1", gpu=8, node="a0", phase="Running"),
+            pod("waits", gpu=4),  # the smallest GPU pod waiting: 4 GPUs
+        ],
+    )
+    by_name = {p.name: p for p in pools(cluster.snap())}
+    h100 = by_name["H100"]
+    assert (h100.allocatable, h100.allocated, h100.free, h100.stranded) == (16, 6, 10, 2)
+    a100 = by_name["A100"]
+    assert (a100.allocatable, a100.allocated, a100.free, a100.stranded) == (8, 8, 0, 0)
+    assert set(by_name) == {"H100", "A100"}, "nodes without GPUs are in no pool"
+
+
+def test_nothing_is_stranded_while_no_gpu_pod_waits() -> None:
+    cluster = Cluster(nodes=[node("h0", labels=H100)], pods=[pod("r", gpu=7, node="h0")])
+    assert pools(cluster.snap())[0].stranded == 0
