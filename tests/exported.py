@@ -1,0 +1,33 @@
+"""What gangplank exports on /metrics, for checks that dashboards and alerts read real metrics."""
+
+from __future__ import annotations
+
+from flask.testing import FlaskClient
+
+from extender.binder import StoreBinder
+from extender.core.policy import parse_policy
+from extender.metrics import Metrics
+from extender.runtime import Runtime
+from extender.web.app import create_app
+from tests.builders import node, pod, policy_doc, queue
+from tests.cluster import Cluster
+
+
+def exported_names() -> set[str]:
+    """Metric names on /metrics of a gangplank with a queue, GPU nodes and waiting work."""
+    policy = parse_policy(policy_doc(queue("research", guarantee={"nvidia.com/gpu": "8"})))
+    cluster = Cluster(
+        nodes=[node("n0", labels={"nvidia.com/gpu.product": "H100"})],
+        pods=[pod("w", gpu=1, labels={"gangplank.io/queue": "research"})],
+    )
+    runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True, policy=policy)
+    client: FlaskClient = create_app(runtime).test_client()
+    client.post("/scheduler/filter", json={"Pod": pod("p"), "NodeNames": ["n0"]})
+    text = client.get("/metrics").get_data(as_text=True)
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
+    names = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            names |= {name.removesuffix("_total") + s for s in suffixes.get(kind, ("",))}
+    return names
