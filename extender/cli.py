@@ -12,14 +12,26 @@ from collections.abc import Sequence
 from extender import __version__
 from extender.settings import SettingsError, add_serve_arguments, settings_from_args
 
+CLIENT_COMMANDS = ("status", "why", "queues")
+
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if (argv and argv[0] in CLIENT_COMMANDS) or (argv[:1] == ["--url"] or argv[:1] == ["-o"]):
+        from extender.client_cli import main as client_main
+
+        return client_main(argv)
     parser = argparse.ArgumentParser(
         prog="gangplank",
         description="A Kubernetes scheduler extender for gang scheduling, queues and placement.",
     )
     parser.add_argument("--version", action="version", version=f"gangplank {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(
+        dest="command",
+        required=True,
+        description="also: status, why POD, queues (read a running extender; see `gangplank "
+        "status --help`)",
+    )
 
     serve = commands.add_parser("serve", help="serve the extender under gunicorn")
     add_serve_arguments(serve, os.environ)

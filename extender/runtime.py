@@ -26,6 +26,7 @@ from extender.core.pools import Pool, pools
 from extender.core.preemption import Eviction
 from extender.core.queue_report import collect_report, queue_numbers, render_report
 from extender.core.scoring import mix_of
+from extender.core.why import explain, find_pod, status
 from extender.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kicker import (
     AlwaysLeader,
@@ -135,6 +136,18 @@ class Runtime:
     def queue_metrics(self) -> list[dict[str, Any]]:
         with self.lock:
             return queue_numbers(self.scheduler, self.store.snapshot(), time.time())
+
+    def status_figures(self) -> dict[str, Any]:
+        with self.lock:
+            return status(self.scheduler, self.store.snapshot(), self.clock())
+
+    def why(self, namespace: str, name: str) -> dict[str, Any] | None:
+        snapshot = self.store.snapshot()
+        pod = find_pod(snapshot, namespace, name)  # an immutable snapshot: no lock needed
+        if pod is None:
+            return None
+        with self.lock:
+            return explain(self.scheduler, snapshot, pod, self.clock())
 
     def pool_figures(self) -> list[Pool]:
         return pools(self.store.snapshot())  # an immutable snapshot: no lock needed

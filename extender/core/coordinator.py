@@ -162,6 +162,10 @@ class Coordinator:
             self.outcomes.waits.append((queue, max(0.0, now - created)))
         return result
 
+    def queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
+        """(the pod's queue, or None: not queued; why it may not use it, or ""). Needs a policy."""
+        return self._queue_of(pod)
+
     def _queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
         """(the pod's queue, or None: not queued; why it may not use it, or "")."""
         assert self.policy is not None

@@ -55,6 +55,7 @@ class Waiting:
     kicked_at: float = float("-inf")
     updated: float = 0.0  # last rejection
     checked: tuple[int, float] = (-1, float("-inf"))  # snapshot generation and time of a dry run
+    reason: str = ""  # the last reason given (for `gangplank why`)
 
 
 @dataclass
@@ -365,6 +366,8 @@ class GangScheduler:
             waiting = self.waiting[gang.key] = Waiting(gang.key, gang.priority, gang.created)
         waiting.updated = now
         waiting.rejected[pod.uid] = (pod.namespace, pod.name, kind)
+        if reason:
+            waiting.reason = reason
         if kind != "no-room":
             self.outcomes.failures[kind] += 1
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))

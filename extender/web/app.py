@@ -30,7 +30,7 @@ def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
         if status == 404:
             reason = (
                 f"no route {request.method} {request.path}; gangplank serves {routes}, "
-                "GET /healthz, /readyz, /queues, /metrics"
+                "GET /healthz, /readyz, /queues, /status, /why, /metrics"
             )
         elif status == 405:
             reason = f"{request.method} is not allowed on {request.path}; extender verbs are POST"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -100,6 +101,9 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
     return bp
 
 
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
 def health_blueprint(runtime: Runtime) -> Blueprint:
     bp = Blueprint("health", __name__)
 
@@ -128,6 +132,25 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
         if only is not None and not report["queues"]:
             return json_response({"Error": f"queue {only!r} does not exist"}, 404)
         return json_response(report)
+
+    @bp.get("/status")
+    def status() -> Response:
+        return json_response(runtime.status_figures())
+
+    @bp.get("/why")
+    def why() -> Response:
+        ref = request.args.get("pod", "")
+        namespace, sep, name = ref.partition("/")
+        if not sep or not _NAME.match(namespace) or not _NAME.match(name):
+            return json_response(
+                {"Error": f"pod={ref!r}: name the pod as namespace/name (DNS names)"}, 400
+            )
+        answer = runtime.why(namespace, name)
+        if answer is None:
+            return json_response(
+                {"Error": f"pod {namespace}/{name} is not in gangplank's cache"}, 404
+            )
+        return json_response(answer)
 
     @bp.get("/metrics")
     def metrics() -> Response:
