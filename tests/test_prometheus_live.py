@@ -67,7 +67,7 @@ def get(url: str) -> Any:
 def wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        assert process.poll() is None, f"{process.args[0]} exited"
+        assert process.poll() is None, f"the process serving {url} exited"
         try:
             with urllib.request.urlopen(url, timeout=1) as response:
                 if response.status == 200:
