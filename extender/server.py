@@ -9,6 +9,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from extender import gunicorn_conf
+from extender.logs import configure_logging
 from extender.settings import Settings
 
 
@@ -40,7 +41,7 @@ class GangplankServer(BaseApplication):  # type: ignore[misc]
         from extender.core.policy import PolicyError
         from extender.web.app import create_app_from_settings
 
-        configure_logging(self.settings.log_level)
+        configure_logging(self.settings.log_level, self.settings.log_format)
         try:
             return create_app_from_settings(self.settings)
         except (ClusterFileError, ConfigException, PolicyError) as err:
@@ -48,14 +49,6 @@ class GangplankServer(BaseApplication):  # type: ignore[misc]
             # line as the reason instead of a traceback.
             logging.getLogger("gangplank").error("cannot start: %s", err)
             raise SystemExit(3) from None
-
-
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("gangplank").setLevel(level.upper())
 
 
 def serve(settings: Settings) -> int:

@@ -30,6 +30,7 @@ class Settings:
     tls_key: str | None = None
     tls_client_ca: str | None = None
     log_level: str = "info"
+    log_format: str = "text"
     policy: str | None = None
     threads: int = 8
     max_body_bytes: int = 64 * 1024 * 1024
@@ -53,6 +54,8 @@ class Settings:
             raise SettingsError(
                 f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
             )
+        if self.log_format not in ("text", "json"):
+            raise SettingsError(f"log format {self.log_format!r} is not text or json")
         if bool(self.tls_cert) != bool(self.tls_key):
             raise SettingsError("TLS needs both --tls-cert and --tls-key")
         if self.tls_client_ca and not self.tls_cert:
@@ -116,6 +119,8 @@ FLAGS: dict[str, str] = {
     "tls_key": "private key of --tls-cert",
     "tls_client_ca": "require client certificates signed by this CA (mutual TLS)",
     "log_level": "log level",
+    "log_format": "text, or json: one JSON object per line, with the request id and pod of each "
+    "extender call",
     "policy": "policy YAML file (queues and quotas); reloaded when it changes",
     "scheduler_names": "comma-separated schedulerNames of the profiles that call gangplank: their "
     "pending pods are the work waiting in queues",
@@ -155,7 +160,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str])
             type=kind,
             default=env.get(variable, fallback),
             help=help_text,
-            choices=LOG_LEVELS if name == "log_level" else None,
+            choices=LOG_LEVELS
+            if name == "log_level"
+            else (("text", "json") if name == "log_format" else None),
         )
 
 

@@ -12,6 +12,7 @@ from flask import Blueprint, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender.binder import BindError
+from extender.logs import begin_call, end_call, note_pod
 from extender.runtime import Runtime
 from extender.web import wire
 
@@ -35,9 +36,11 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
         def view() -> Response:
             started = time.perf_counter()
             status = 500
+            begin_call(verb)
             try:
                 response = handle(wire.load_body(request.get_data(cache=False)))
                 status = response.status_code
+                log.debug("%s answered %d", verb, status)
                 return response
             except wire.BadRequest as err:
                 status = err.status
@@ -46,12 +49,14 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
             finally:
                 latency.observe(time.perf_counter() - started)
                 metrics.requests.labels(verb, str(status)).inc()
+                end_call()
 
         view.__name__ = verb
         return view
 
     def filter_(body: dict[str, Any]) -> Response:
         pod = wire.parse_pod(body)
+        note_pod(pod.namespace, pod.name)
         nodes = wire.parse_nodes(body)
         with runtime.lock:
             result = runtime.scheduler.filter(
@@ -61,6 +66,7 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
 
     def prioritize(body: dict[str, Any]) -> Response:
         pod = wire.parse_pod(body)
+        note_pod(pod.namespace, pod.name)
         nodes = wire.parse_nodes(body)
         with runtime.lock:
             scores = runtime.scheduler.scores(runtime.store.snapshot(), pod, nodes.names)
@@ -68,6 +74,7 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
 
     def preempt(body: dict[str, Any]) -> Response:
         pod = wire.parse_pod(body)
+        note_pod(pod.namespace, pod.name)
         candidates = wire.parse_victims(body)
         with runtime.lock:
             kept = runtime.scheduler.preempt(
@@ -77,6 +84,7 @@ def verbs_blueprint(runtime: Runtime, url_prefix: str) -> Blueprint:
 
     def bind(body: dict[str, Any]) -> Response:
         bind_request = wire.parse_bind(body)
+        note_pod(bind_request.namespace, bind_request.name)
         with runtime.lock:
             decision = runtime.scheduler.check_bind(bind_request)
         if not decision.allowed:
