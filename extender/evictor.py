@@ -9,15 +9,14 @@ preemptor gets one naming its victims.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
 from extender.binder import api_message
 from extender.core.preemption import Eviction
+from extender.events import post_pod_event
 
 log = logging.getLogger("gangplank.evict")
 
@@ -99,34 +98,16 @@ class ApiEvictor:
         return "evicted" if all(code in (201, 404) for code in codes) else "failed"
 
     def _event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
-        now = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-        body = {
-            "metadata": {"generateName": f"{name}.", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": name,
-                "namespace": namespace,
-                **({"uid": uid} if uid else {}),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": "Warning" if reason == "Preempted" else "Normal",
-            "source": {"component": "gangplank"},
-            "reportingComponent": "gangplank",
-            "reportingInstance": os.environ.get("POD_NAME", "gangplank"),
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        try:
-            response = self._core.create_namespaced_event(
-                namespace, body, _preload_content=False, _request_timeout=self._timeout
-            )
-            response.drain_conn()
-            response.release_conn()
-        except Exception as err:  # an Event lost is no reason to stop
-            log.warning("event on pod %s/%s not recorded: %s", namespace, name, err)
+        post_pod_event(
+            self._core,
+            namespace,
+            name,
+            uid,
+            reason,
+            message,
+            warning=reason == "Preempted",
+            timeout=self._timeout,
+        )
 
 
 class LogEvictor:

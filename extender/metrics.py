@@ -51,6 +51,11 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.events = Counter(
+            "gangplank_events",
+            "Kubernetes Events written on pods (gang planned, plan expired, holding, queue held).",
+            registry=r,
+        )
         self.binds = Counter(
             "gangplank_binds",
             "Bind calls by outcome (bound, refused, failed).",

@@ -21,12 +21,15 @@ from extender.cache.static import load_cluster_file
 from extender.cache.store import ClusterStore
 from extender.core.coordinator import Coordinator
 from extender.core.gang_scheduler import GangConfig, GangScheduler
+from extender.core.model import Snapshot
+from extender.core.notices import Notice
 from extender.core.policy import Policy
 from extender.core.pools import Pool, pools
 from extender.core.preemption import Eviction
 from extender.core.queue_report import collect_report, queue_numbers, render_report
 from extender.core.scoring import mix_of
 from extender.core.why import explain, find_pod, status
+from extender.events import ApiEventRecorder, EventRecorder, LogEventRecorder
 from extender.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kicker import (
     AlwaysLeader,
@@ -65,6 +68,7 @@ class Runtime:
         policy_path: str | None = None,
         scheduler_names: frozenset[str] = frozenset({"gangplank"}),
         evictor: Evictor | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
         self.store = store
         self.binder = binder
@@ -75,6 +79,7 @@ class Runtime:
             policy = load_policy(policy_path)
         self.scheduler = Coordinator(self.gangs, policy, scheduler_names)
         self.evictor: Evictor = evictor or LogEvictor()
+        self.events: EventRecorder = events or LogEventRecorder()
         # One lock for the decision state: a plan is made and read whole.
         self.lock = threading.Lock()
         self._learned_at = float("-inf")
@@ -160,9 +165,12 @@ class Runtime:
         reclaim planning, and the evictions planned since the last pass."""
         self.learn_mix()
         with self.lock:
-            refs = self.scheduler.kick_candidates(self.store.snapshot(), self.clock())
+            snapshot = self.store.snapshot()
+            refs = self.scheduler.kick_candidates(snapshot, self.clock())
             evictions = self.scheduler.take_evictions()
+            notices = self.scheduler.take_notices()
         self.carry_out(evictions)
+        self.tell(notices, snapshot)
         self.publish()
         return refs
 
@@ -177,6 +185,20 @@ class Runtime:
         if mix is not None:
             with self.lock:
                 self.scheduler.scorer.learn(mix)
+
+    def tell(self, notices: list[Notice], snapshot: Snapshot) -> None:
+        """Events on the pods of each job a notice is about: its waiting pods first."""
+        for notice in notices:
+            pods = [p for p in snapshot.groups.get(notice.job, ()) if p.active]
+            if notice.job.startswith("pod:"):
+                pods = [
+                    p
+                    for pending in snapshot.queue_pending.values()
+                    for p in pending
+                    if f"pod:{p.key}" == notice.job
+                ][:1]
+            pods.sort(key=lambda p: (p.node_name is not None, p.created, p.name))
+            self.metrics.events.inc(self.events.record(notice, pods))
 
     def carry_out(self, evictions: list[Eviction]) -> None:
         jobs: dict[str, list[Eviction]] = {}
@@ -359,5 +381,6 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         patcher=ApiPatcher(client.CoreV1Api(bind_client)),
         leadership=leadership,
         evictor=ApiEvictor(client.CoreV1Api(bind_client)),
+        events=ApiEventRecorder(client.CoreV1Api(bind_client)),
         **queues,
     )

@@ -33,6 +33,7 @@ from extender.cache.store import ClusterStore
 from extender.convert import pod_requests, resource_list
 from extender.core.gang_scheduler import GangConfig, GangScheduler
 from extender.core.policy import Policy
+from extender.events import ApiEventRecorder
 from extender.evictor import ApiEvictor
 from extender.kicker import AlwaysLeader, ApiPatcher
 from extender.metrics import Metrics
@@ -73,6 +74,7 @@ class Extender:
             policy=policy,
             policy_path=policy_path,
             evictor=ApiEvictor(client.CoreV1Api(bind_client)),
+            events=ApiEventRecorder(client.CoreV1Api(bind_client)),
         )
         self.server = make_server(
             "127.0.0.1", 0, create_app(self.runtime), threaded=True, request_handler=_QuietHandler

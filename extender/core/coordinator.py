@@ -25,6 +25,7 @@ from extender.core.filter import FilterResult
 from extender.core.gang import job_key, job_name, resolve_gang
 from extender.core.gang_scheduler import GangScheduler
 from extender.core.model import PodInfo, Snapshot
+from extender.core.notices import Notice
 from extender.core.planner import plan_gang
 from extender.core.policy import Policy
 from extender.core.preempt import Victims
@@ -253,6 +254,7 @@ class Coordinator:
         entry = self.refused.get(key)
         if entry is None or entry.rule != rule:
             entry = self.refused[key] = Refused(queue, rule, now)
+            self.gangs.notify(key, "QueueHeld", reason)
         entry.pods[pod.uid] = (pod.namespace, pod.name)
         self.reasons[key] = (reason, now)
         self.outcomes.refused[(queue, rule)] += 1
@@ -263,6 +265,11 @@ class Coordinator:
         if self.gangs.planned_node(pod) is not None:
             return self.gangs.scores(snapshot, pod, names)
         return self.scorer.scores(snapshot, pod, names)
+
+    def take_notices(self) -> list[Notice]:
+        """State changes to tell people since the last call (for Events)."""
+        notices, self.gangs.notices = self.gangs.notices, []
+        return notices
 
     def check_bind(self, request: BindRequest) -> BindDecision:
         return self.gangs.check_bind(request)
