@@ -138,7 +138,9 @@ class Kicker:
         leadership: Leadership,
         interval: float = 0.5,
         on_kick: Callable[[int], None] = lambda n: None,
+        after: Callable[[], None] = lambda: None,
     ) -> None:
+        self._after = after  # slower work of the pass (Events), once the nudges are out
         self._candidates = candidates
         self._patcher = patcher
         self.leadership = leadership
@@ -156,6 +158,7 @@ class Kicker:
         if refs:
             log.info("nudged %d parked gang member(s) to be retried now", len(refs))
             self._on_kick(len(refs))
+        self._after()
         return len(refs)
 
     def start(self) -> None:

@@ -83,6 +83,7 @@ class Runtime:
         # One lock for the decision state: a plan is made and read whole.
         self.lock = threading.Lock()
         self._learned_at = float("-inf")
+        self._untold: list[tuple[list[Notice], Snapshot]] = []
         self.policy_watcher = (
             PolicyWatcher(policy_path, self.set_policy, self.policy_refused)
             if policy_path
@@ -99,6 +100,7 @@ class Runtime:
             leadership or AlwaysLeader(),
             kick_interval,
             on_kick=lambda n: metrics.kicks.inc(n),
+            after=self.tell_untold,
         )
         metrics.watch_cache(store.counts, self._contacts)
         metrics.watch_gangs(self.gang_counts)
@@ -170,7 +172,7 @@ class Runtime:
             evictions = self.scheduler.take_evictions()
             notices = self.scheduler.take_notices()
         self.carry_out(evictions)
-        self.tell(notices, snapshot)
+        self._untold.append((notices, snapshot))
         self.publish()
         return refs
 
@@ -185,6 +187,12 @@ class Runtime:
         if mix is not None:
             with self.lock:
                 self.scheduler.scorer.learn(mix)
+
+    def tell_untold(self) -> None:
+        """Events for the notices of the last pass (after its nudges went out)."""
+        untold, self._untold = self._untold, []
+        for notices, snapshot in untold:
+            self.tell(notices, snapshot)
 
     def tell(self, notices: list[Notice], snapshot: Snapshot) -> None:
         """Events on the pods of each job a notice is about: its waiting pods first."""
