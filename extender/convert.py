@@ -216,6 +216,18 @@ def _affinity(spec: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
     )
 
 
+def _restarts(status: Mapping[str, Any]) -> int:
+    statuses = status.get("containerStatuses")
+    if not isinstance(statuses, list):
+        return 0
+    total = 0
+    for entry in statuses:
+        count = entry.get("restartCount") if isinstance(entry, Mapping) else None
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            total += count
+    return total
+
+
 def pod_from_api(raw: Any) -> PodInfo:
     """A Pod object (API JSON, as in watch events and extender requests) as a PodInfo."""
     if not isinstance(raw, Mapping):
@@ -254,6 +266,7 @@ def pod_from_api(raw: Any) -> PodInfo:
         affinity=_affinity(spec),
         deleting=metadata.get("deletionTimestamp") is not None,
         started=_timestamp(_str(status, "startTime", "Pod.status"), "Pod.status.startTime"),
+        restarts=_restarts(status),
         job=gang or f"pod:{namespace}/{name}",
     )
 

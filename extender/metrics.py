@@ -299,6 +299,12 @@ class _QueueCollector(Collector):
             "How long the longest-waiting job of a leaf queue has waited.",
             labels=["queue"],
         )
+        failing = GaugeMetricFamily(
+            "gangplank_queue_jobs_failing",
+            "Running jobs of a queue failing repeatedly: 3+ container restarts across its pods, "
+            "or 2+ pods of a gang failed (and replaced).",
+            labels=["queue"],
+        )
         longer = GaugeMetricFamily(
             "gangplank_queue_jobs_waiting_longer_than",
             "Jobs of a leaf queue waiting longer than a threshold (5m, 1h, 6h).",
@@ -314,13 +320,14 @@ class _QueueCollector(Collector):
             pending.add_metric([queue], figure["pending_jobs"])
             share.add_metric([queue], figure["share"])
             oldest.add_metric([queue], figure.get("oldest_pending_seconds", 0.0))
+            failing.add_metric([queue], figure.get("failing_jobs", 0))
             for threshold, count in figure.get("waiting_longer_than", {}).items():
                 longer.add_metric([queue, threshold], count)
             for key, values in figure["by_resource"].items():
                 for resource, amount in values.items():
                     value = amount / 1000 if resource == "cpu" else float(amount)
                     gauges[key].add_metric([queue, resource], value)
-        return [*gauges.values(), pending, share, oldest, longer]
+        return [*gauges.values(), pending, share, oldest, longer, failing]
 
 
 class _PoolCollector(Collector):

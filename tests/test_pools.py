@@ -4,7 +4,7 @@ free than the smallest GPU pod waiting."""
 from __future__ import annotations
 
 from extender.core.pools import pools
-from tests.builders import node, pod
+from tests.builders import gang_pods, node, pod
 from tests.cluster import Cluster
 
 H100 = {"nvidia.com/gpu.product": "H100"}
@@ -36,3 +36,21 @@ def test_pools_count_allocatable_allocated_free_and_stranded_gpus() -> None:
 def test_nothing_is_stranded_while_no_gpu_pod_waits() -> None:
     cluster = Cluster(nodes=[node("h0", labels=H100)], pods=[pod("r", gpu=7, node="h0")])
     assert pools(cluster.snap())[0].stranded == 0
+
+
+def test_jobs_failing_repeatedly_are_counted_per_queue() -> None:
+    from extender.core.failures import failing_jobs
+
+    def restarted(raw: dict[str, object], count: int) -> dict[str, object]:
+        status = {"phase": "Running", "containerStatuses": [{"restartCount": count}]}
+        return {**raw, "status": status}
+
+    ring = gang_pods("ring", 2, gpu=1, node="h0")
+    flaky = [restarted(ring[0], 2), restarted(ring[1], 1)]  # 3 restarts across the gang
+    lost = gang_pods("lost", 3, gpu=1)
+    lost[0]["status"] = {"phase": "Failed"}
+    lost[1]["status"] = {"phase": "Failed"}
+    healthy = gang_pods("fine", 2, gpu=1, node="h0")
+    single = restarted(pod("solo", gpu=1, node="h0"), 5)
+    cluster = Cluster(nodes=[node("h0", labels=H100)], pods=[*flaky, *lost, *healthy, single])
+    assert failing_jobs(cluster.snap(), lambda p: "research") == {"research": 3}

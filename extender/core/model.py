@@ -82,6 +82,7 @@ class PodInfo:
     deleting: bool = False
     started: float = 0.0  # status.startTime (0: not started)
     job: str = ""  # `gang.job_key`, worked out once when converted ("": work it out)
+    restarts: int = 0  # container restarts (status.containerStatuses[].restartCount, summed)
 
     @property
     def key(self) -> str:

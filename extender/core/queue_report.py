@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.core.coordinator import Coordinator
+from extender.core.failures import failing_jobs
 from extender.core.fair_order import fair_order
 from extender.core.gang import job_name
 from extender.core.model import Snapshot
@@ -182,6 +183,7 @@ def queue_numbers(
         for label, seconds in WAIT_THRESHOLDS:
             if waited > seconds:
                 counts[label] = counts.get(label, 0) + 1
+    failing = failing_jobs(snapshot, lambda p: coordinator.queue_of(p)[0])
     out = []
     for name, spec in coordinator.policy.queues.items():
         state = book.state[name]
@@ -191,6 +193,7 @@ def queue_numbers(
                 "share": book.share(name),
                 "pending_jobs": state.waiting_jobs,
                 "oldest_pending_seconds": oldest.get(name, 0.0),
+                "failing_jobs": failing.get(name, 0),
                 "waiting_longer_than": {
                     label: longer.get(name, {}).get(label, 0) for label, _ in WAIT_THRESHOLDS
                 },
