@@ -103,9 +103,19 @@ def render_status(status: dict[str, Any]) -> str:
 
 def render_why(answer: dict[str, Any]) -> str:
     lines = [answer["line"]]
-    for key in ("job", "queue", "position", "waiting_in_queue", "node", "gang", "hold"):
-        if answer.get(key) not in (None, "", {}):
+    for key in ("job", "queue", "position", "waiting_in_queue", "node"):
+        if answer.get(key) not in (None, ""):
             lines.append(f"  {key}: {answer[key]}")
+    gang = answer.get("gang")
+    if gang:
+        lines.append(
+            f"  gang: {gang['name']}, size {gang['size'] or '?'}, {gang['members']} exist, "
+            f"{gang['bound']} running{', planned' if gang['planned'] else ''}"
+            + (f"; {gang['problem']}" if gang["problem"] else "")
+        )
+    hold = answer.get("hold")
+    if hold:
+        lines.append(f"  hold: {hold['gang']} has it, {hold['seconds_left']:.0f} s left")
     return "\n".join(lines)
 
 

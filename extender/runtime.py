@@ -28,7 +28,7 @@ from extender.core.pools import Pool, pools
 from extender.core.preemption import Eviction
 from extender.core.queue_report import collect_report, queue_numbers, render_report
 from extender.core.scoring import mix_of
-from extender.core.why import explain, find_pod, status
+from extender.core.why import explain, explain_unseen, find_pod, status
 from extender.events import ApiEventRecorder, EventRecorder, LogEventRecorder
 from extender.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kicker import (
@@ -151,9 +151,9 @@ class Runtime:
     def why(self, namespace: str, name: str) -> dict[str, Any] | None:
         snapshot = self.store.snapshot()
         pod = find_pod(snapshot, namespace, name)  # an immutable snapshot: no lock needed
-        if pod is None:
-            return None
         with self.lock:
+            if pod is None:
+                return explain_unseen(self.scheduler, namespace, name)
             return explain(self.scheduler, snapshot, pod, self.clock())
 
     def pool_figures(self) -> list[Pool]:

@@ -4,6 +4,7 @@ naming the queue, the gang, the place in line and what is missing; tables, JSON 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 
@@ -93,3 +94,29 @@ def test_bad_why_requests_are_400_with_the_reason(url: str) -> None:
         urllib.request.urlopen(f"{url}/why?pod=no-slash")
     assert err.value.code == 400
     assert "namespace/name" in json.loads(err.value.read())["Error"]
+
+
+def test_why_explains_the_demo_clusters_waiting_pods_in_one_line() -> None:
+    from extender.demo import DATA
+    from extender.settings import Settings
+    from extender.web.app import create_app_from_settings
+
+    settings = Settings(
+        cluster_file=str(DATA / "demo-cluster.yaml"), policy=str(DATA / "demo-policy.yaml")
+    )
+    client = create_app_from_settings(settings).test_client()
+    for name in ("filter-gang.json", "filter-queue-max.json", "filter-incomplete-gang.json"):
+        body = json.loads((DATA / "demo-requests" / name).read_text())
+        client.post("/scheduler/filter", json=body)
+    sweep = client.get("/why?pod=team-a/sweep-0").get_json()
+    assert re.fullmatch(
+        r"pod team-a/sweep-0, gang team-a/sweep \(0 of 4 running, 2 exist\), queue team-a, "
+        r"\d of \d in line; waiting: gang team-a/sweep: 2 of 4 pods exist",
+        sweep["line"],
+    )
+    held = client.get("/why?pod=team-a/llm-eval").get_json()
+    assert re.match(
+        r"pod team-a/llm-eval, queue team-a; held by its queue \(max\): queue team-a: "
+        r"nvidia.com/gpu \d+ of max 24 in use, pod team-a/llm-eval needs 4",
+        held["line"],
+    )

@@ -87,6 +87,27 @@ def explain(
     return out
 
 
+def explain_unseen(coordinator: Coordinator, namespace: str, name: str) -> dict[str, Any] | None:
+    """A pod the cache has not seen but kube-scheduler asked about (the watch lags, or the
+    pod is gone): what gangplank answered it, if anything."""
+    for key, entry in coordinator.refused.items():
+        if (namespace, name) in entry.pods.values():
+            reason = coordinator.reasons.get(key, ("", 0.0))[0]
+            line = (
+                f"pod {namespace}/{name}, queue {entry.queue}; held by its queue ({entry.rule}): "
+                f"{reason}"
+            )
+            return {
+                "pod": f"{namespace}/{name}",
+                "job": job_name(key),
+                "queue": entry.queue,
+                "state": f"held by its queue ({entry.rule})",
+                "reason": reason,
+                "line": line + " (not in gangplank's cache: from its last answer)",
+            }
+    return None
+
+
 def status(coordinator: Coordinator, snapshot: Snapshot, now: float) -> dict[str, Any]:
     gangs = coordinator.gangs
     plans = [
