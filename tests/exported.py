@@ -13,8 +13,8 @@ from tests.builders import node, pod, policy_doc, queue
 from tests.cluster import Cluster
 
 
-def exported_names() -> set[str]:
-    """Metric names on /metrics of a gangplank with a queue, GPU nodes and waiting work."""
+def exported_text() -> str:
+    """/metrics of a gangplank with a queue, GPU nodes and waiting work."""
     policy = parse_policy(policy_doc(queue("research", guarantee={"nvidia.com/gpu": "8"})))
     cluster = Cluster(
         nodes=[node("n0", labels={"nvidia.com/gpu.product": "H100"})],
@@ -23,7 +23,12 @@ def exported_names() -> set[str]:
     runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True, policy=policy)
     client: FlaskClient = create_app(runtime).test_client()
     client.post("/scheduler/filter", json={"Pod": pod("p"), "NodeNames": ["n0"]})
-    text = client.get("/metrics").get_data(as_text=True)
+    return client.get("/metrics").get_data(as_text=True)
+
+
+def exported_names() -> set[str]:
+    """Metric names on /metrics of a gangplank with a queue, GPU nodes and waiting work."""
+    text = exported_text()
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
     names = set()
     for line in text.splitlines():

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.exported import exported_names
+from tests.exported import exported_names, exported_text
 
 ROOT = Path(__file__).parent.parent
 RULES = ROOT / "manifests/monitoring/gangplank-rules.yaml"
@@ -71,3 +71,17 @@ def test_every_metric_an_alert_reads_is_one_gangplank_exports() -> None:
     names = exported_names()
     used = {m for a in alerts() for m in re.findall(r"gangplank_[a-z_]+", a["expr"])}
     assert used and used <= names, sorted(used - names)
+
+
+@needs_promtool
+def test_promtool_finds_no_naming_problem_in_the_exported_metrics() -> None:
+    assert PROMTOOL is not None
+    done = subprocess.run(
+        [PROMTOOL, "check", "metrics"], input=exported_text(), capture_output=True, text=True
+    )
+    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
+
+
+def test_metric_labels_are_bounded_no_pod_or_job_names() -> None:
+    labels = set(re.findall(r"[{,]([a-z_]+)=", exported_text()))
+    assert not labels & {"pod", "job", "name", "uid", "node", "namespace"}, labels
