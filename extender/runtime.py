@@ -197,15 +197,11 @@ class Runtime:
     def tell(self, notices: list[Notice], snapshot: Snapshot) -> None:
         """Events on the pods of each job a notice is about: its waiting pods first."""
         for notice in notices:
-            pods = [p for p in snapshot.groups.get(notice.job, ()) if p.active]
-            if notice.job.startswith("pod:"):
-                pods = [
-                    p
-                    for pending in snapshot.queue_pending.values()
-                    for p in pending
-                    if f"pod:{p.key}" == notice.job
-                ][:1]
-            pods.sort(key=lambda p: (p.node_name is not None, p.created, p.name))
+            if notice.pod is not None:
+                pods = [notice.pod]
+            else:
+                pods = [p for p in snapshot.groups.get(notice.job, ()) if p.active]
+                pods.sort(key=lambda p: (p.node_name is not None, p.created, p.name))
             self.metrics.events.inc(self.events.record(notice, pods))
 
     def carry_out(self, evictions: list[Eviction]) -> None:

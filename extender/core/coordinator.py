@@ -135,7 +135,7 @@ class Coordinator:
         self._now = now
         if policy is None:
             return self._place(snapshot, job_key(pod), pod, names, now)
-        queue, problem = self._queue_of(pod)
+        queue, problem = self.queue_of(pod)
         key = job_key(pod)
         self.in_flight.pop(pod.uid, None)  # asked again: its last admission did not bind
         if problem:
@@ -165,10 +165,6 @@ class Coordinator:
 
     def queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
         """(the pod's queue, or None: not queued; why it may not use it, or ""). Needs a policy."""
-        return self._queue_of(pod)
-
-    def _queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
-        """(the pod's queue, or None: not queued; why it may not use it, or "")."""
         assert self.policy is not None
         policy = self.policy
         label_key, label = queue_label(pod)
@@ -254,7 +250,7 @@ class Coordinator:
         entry = self.refused.get(key)
         if entry is None or entry.rule != rule:
             entry = self.refused[key] = Refused(queue, rule, now)
-            self.gangs.notify(key, "QueueHeld", reason)
+            self.gangs.notices.queue_held(key, reason, pod)
         entry.pods[pod.uid] = (pod.namespace, pod.name)
         self.reasons[key] = (reason, now)
         self.outcomes.refused[(queue, rule)] += 1
@@ -268,8 +264,7 @@ class Coordinator:
 
     def take_notices(self) -> list[Notice]:
         """State changes to tell people since the last call (for Events)."""
-        notices, self.gangs.notices = self.gangs.notices, []
-        return notices
+        return self.gangs.notices.take()
 
     def check_bind(self, request: BindRequest) -> BindDecision:
         return self.gangs.check_bind(request)
@@ -299,7 +294,7 @@ class Coordinator:
         queue: str | None = None
         planned = self.gangs.planned_node(pod) is not None
         if policy is not None:
-            queue, problem = self._queue_of(pod)
+            queue, problem = self.queue_of(pod)
             if problem:
                 return {}
             if queue is not None and not planned:

@@ -29,7 +29,7 @@ from extender.core.filter import FilterResult, decide_filter
 from extender.core.gang import Gang, group_key, job_key, job_name, resolve_gang
 from extender.core.hold import Hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.notices import Notice
+from extender.core.notices import Outbox
 from extender.core.placement import fits
 from extender.core.planner import describe, plan_gang
 from extender.core.plans import Plan, planned_answer
@@ -83,7 +83,7 @@ class GangScheduler:
         self.cooldown: dict[str, float] = {}
         self.avoid: dict[str, dict[str, set[str]]] = {}  # gang -> uid -> nodes refused to it
         self.outcomes = Outcomes()
-        self.notices: list[Notice] = []  # state changes to tell people (drained by the adapter)
+        self.notices = Outbox()  # state changes to tell people (drained by the adapter)
         # The first gang in line takes the hold itself; with queues, the coordinator gives it.
         self.auto_hold = True
         self.topology: Topology = DEFAULT_TOPOLOGY  # the policy's tiers (the coordinator sets them)
@@ -121,13 +121,7 @@ class GangScheduler:
             elif now > plan.deadline:
                 del self.plans[key]
                 self.outcomes.expired += 1
-                self.notify(
-                    key,
-                    "GangPlanExpired",
-                    f"{job_name(key)}: its reservation expired before its members were bound "
-                    "(released; it will be planned again)",
-                    warning=True,
-                )
+                self.notices.expired(key)
         self.cooldown = {k: until for k, until in self.cooldown.items() if until > now}
         if self.hold is not None and (now > self.hold.deadline or self.hold.key in self.plans):
             if now > self.hold.deadline:
@@ -270,13 +264,7 @@ class GangScheduler:
             last_member_created=max(p.created for p in gang.members),
         )
         self.outcomes.planned += 1
-        nodes = sorted(set(attempt.assignments.values()))
-        shown = ", ".join(nodes[:8]) + (f" and {len(nodes) - 8} more" if len(nodes) > 8 else "")
-        self.notify(
-            gang.key,
-            "GangPlanned",
-            f"gang {gang.name}: {len(attempt.assignments)} members planned whole on {shown}",
-        )
+        self.notices.planned(gang.key, attempt.assignments.values(), len(attempt.assignments))
         waiting = self.waiting.pop(gang.key, None)
         if waiting is not None:
             # Members parked before the plan existed must be retried now: their node is waiting.
@@ -374,10 +362,6 @@ class GangScheduler:
         # would only slow the answer.
         return FilterResult(passed=[node])
 
-    def notify(self, key: str, reason: str, message: str, warning: bool = False) -> None:
-        if len(self.notices) < 1000:  # bounded if no adapter drains them
-            self.notices.append(Notice(key, reason, message, warning))
-
     def _reject(
         self, gang: Gang, pod: PodInfo, names: Sequence[str], kind: str, reason: str, now: float
     ) -> FilterResult:
@@ -436,12 +420,7 @@ class GangScheduler:
         if hold is not None:
             self.hold = hold
             self._synced = (-1, float("-inf"))
-            self.notify(
-                key,
-                "GangHolding",
-                f"{job_name(key)} is first in line: capacity freed on the nodes it can use is kept "
-                f"for it for up to {self.config.hold_seconds:.0f} s",
-            )
+            self.notices.holding(key, self.config.hold_seconds)
 
     def take_hold(
         self, snapshot: Snapshot, key: str, pending: Sequence[PodInfo], now: float

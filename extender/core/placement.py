@@ -97,8 +97,14 @@ def selector_misses(terms: tuple[SelectorTerm, ...], labels: Mapping[str, str]) 
 
 
 @lru_cache(maxsize=256)
+def gpu_product_order(text: str) -> tuple[str, ...]:
+    """The models a `gangplank.io/gpu-product` annotation lists, first preferred."""
+    return tuple(p.strip() for p in text.split("|") if p.strip())
+
+
+@lru_cache(maxsize=256)
 def gpu_products(text: str) -> frozenset[str]:
-    return frozenset(p.strip() for p in text.split("|") if p.strip())
+    return frozenset(gpu_product_order(text))
 
 
 def why_not_labelled(pod: PodInfo, labels: Mapping[str, str]) -> str:

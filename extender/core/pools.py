@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from extender.core.model import PodInfo, Snapshot
+from extender.core.placement import GPU_PRODUCT_LABEL
+from extender.core.resources import GPU
 
-GPU = "nvidia.com/gpu"
-POOL_LABEL = "nvidia.com/gpu.product"
 NO_POOL = "none"  # nodes without the label
 
 
@@ -27,7 +27,7 @@ def smallest_waiting(pending: Iterable[PodInfo]) -> int:
     return min((p.requests.get(GPU, 0) for p in pending if p.requests.get(GPU, 0) > 0), default=0)
 
 
-def pools(snapshot: Snapshot, label: str = POOL_LABEL) -> list[Pool]:
+def pools(snapshot: Snapshot, label: str = GPU_PRODUCT_LABEL) -> list[Pool]:
     smallest = smallest_waiting(p for pods in snapshot.queue_pending.values() for p in pods)
     out: dict[str, Pool] = {}
     for node in snapshot.nodes.values():

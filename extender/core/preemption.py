@@ -31,8 +31,8 @@ from extender.core.policy import Policy, PreemptionRules
 from extender.core.preempt import Victims
 from extender.core.quantity import format_amount
 from extender.core.queues import QueueBook
+from extender.core.resources import GPU
 from extender.core.victims import (
-    GPU,
     Planner,
     PreemptionPlan,
     RunningJob,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 Resources = Mapping[str, int]
+GPU = "nvidia.com/gpu"  # the device plugin's resource name
 
 
 def total(resource_lists: Iterable[Resources]) -> dict[str, int]:

@@ -37,12 +37,14 @@ from extender.core.placement import (
     GPU_PRODUCT,
     GPU_PRODUCT_LABEL,
     PREFER_NODES,
+    gpu_product_order,
+    gpu_products,
     parse_selector,
     selector_misses,
 )
 from extender.core.prioritize import MAX_SCORE, NEUTRAL_SCORE, NodeScores
+from extender.core.resources import GPU
 
-GPU = "nvidia.com/gpu"
 MIB = 1 << 20
 MIN_LEARN = 100  # pods needed before the cluster's own mix replaces the default one
 RELEARN_SHIFT = 0.1  # share of the mix that must move before scores are worked out afresh
@@ -152,10 +154,7 @@ class PlacementScorer:
         if not snapshot.capacity.get(GPU, 0):
             return NodeScores(NEUTRAL_SCORE)
         shape = shape_of(pod)
-        order: tuple[str, ...] = ()
-        if shape.models:
-            wanted = pod.annotations.get(GPU_PRODUCT, "")
-            order = tuple(m.strip() for m in wanted.split("|") if m.strip())
+        order = gpu_product_order(pod.annotations.get(GPU_PRODUCT, "")) if shape.models else ()
         ids = snapshot.node_states
         if len(ids) != len(snapshot.nodes):  # a snapshot made without them
             return self._scores_by_state(snapshot, pod, names, shape, order)
@@ -257,5 +256,4 @@ def _key(pod: PodInfo) -> tuple[int, int, int, str]:
 
 
 def _shape(cpu: int, memory: int, gpus: int, models: str) -> Shape:
-    wanted = frozenset(m.strip() for m in models.split("|") if m.strip())
-    return Shape(cpu=cpu, memory=memory, gpus=gpus, models=wanted)
+    return Shape(cpu=cpu, memory=memory, gpus=gpus, models=gpu_products(models))

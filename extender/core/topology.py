@@ -16,8 +16,6 @@ from functools import cached_property
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 
 HOSTNAME = "kubernetes.io/hostname"
-GPU_PRODUCT = "nvidia.com/gpu.product"
-GPU_COUNT = "nvidia.com/gpu.count"
 TOPOLOGY = "gangplank.io/topology"
 KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"

@@ -28,14 +28,12 @@ from dataclasses import dataclass, field, replace
 from extender.core.gang import job_key
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.placement import how_many_fit, why_not_placeable
-from extender.core.planner import PlanAttempt, plan_gang
+from extender.core.planner import FreeOf, PlanAttempt, plan_gang
 from extender.core.policy import PreemptionRules
+from extender.core.resources import GPU
 
 SYSTEM_PRIORITY = 1_000_000_000
 OPT_OUTS = (("gangplank.io/preemptible", "false"), ("volcano.sh/preemptable", "false"))
-GPU = "nvidia.com/gpu"
-
-FreeOf = Callable[[NodeInfo], dict[str, int]]
 Planner = Callable[[Snapshot, list[PodInfo], int, FreeOf], PlanAttempt]
 
 
