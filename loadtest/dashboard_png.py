@@ -8,117 +8,46 @@ it, then every panel's queries asked over that time and drawn with matplotlib.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from extender import dashboard
-from extender.demo import CALLS, DATA
+from loadtest import live
 
 
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.loads(response.read())
+def collect(seconds: float) -> tuple[Any, float]:
+    """Drive the demo for `seconds` under a scraping Prometheus; every panel's series."""
+    with live.demo_server() as base, tempfile.TemporaryDirectory() as tmp:
+        target = base.removeprefix("http://")
+        with live.prometheus(target, Path(tmp), interval="2s") as url:
+            started = time.time()
+            while time.time() - started < seconds:
+                live.drive(base)
+                time.sleep(0.2)
+            time.sleep(3)
+            end = time.time()
+            return [panel_series(url, p, started, end) for p in panels()], end - started
 
 
-def _wait(url: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise SystemExit(f"{url} did not answer")
+def panels() -> list[dict[str, Any]]:
+    return [p for p in dashboard.model()["panels"] if p["type"] != "row"]
 
 
-def collect(seconds: float, app_port: int = 18897, prom_port: int = 19097) -> tuple[Any, float]:
-    prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        raise SystemExit("prometheus is not installed (apt-get install prometheus)")
-    base = f"http://127.0.0.1:{app_port}"
-    tmp = Path(tempfile.mkdtemp())
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "extender",
-            "serve",
-            "--cluster-file",
-            str(DATA / "demo-cluster.yaml"),
-            "--policy",
-            str(DATA / "demo-policy.yaml"),
-            "--bind",
-            f"127.0.0.1:{app_port}",
-            "--log-level",
-            "warning",
-        ]
-    )
-    config = {
-        "global": {"scrape_interval": "2s"},
-        "scrape_configs": [
-            {"job_name": "gangplank", "static_configs": [{"targets": [f"127.0.0.1:{app_port}"]}]}
-        ],
-    }
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-    prom = subprocess.Popen(
-        [
-            prometheus,
-            f"--config.file={tmp / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp / 'data'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait(f"{base}/readyz")
-        _wait(f"http://127.0.0.1:{prom_port}/-/ready")
-        started = time.time()
-        while time.time() - started < seconds:
-            for verb, name, _ in CALLS:
-                body = (DATA / "demo-requests" / name).read_bytes()
-                request = urllib.request.Request(
-                    f"{base}/scheduler/{verb}", body, {"Content-Type": "application/json"}
-                )
-                urllib.request.urlopen(request, timeout=10).read()
-            time.sleep(0.2)
-        time.sleep(3)
-        end = time.time()
-        url = f"http://127.0.0.1:{prom_port}"
-        panels = []
-        for panel in dashboard.model()["panels"]:
-            if panel["type"] == "row":
-                continue
-            lines = []
-            for target in panel.get("targets", []):
-                expr = target["expr"].replace("$__rate_interval", "20s")
-                query = urllib.parse.urlencode(
-                    {"query": expr, "start": started, "end": end, "step": 2}
-                )
-                data = _get(f"{url}/api/v1/query_range?{query}")["data"]["result"]
-                for series in data:
-                    legend = target.get("legendFormat", "") or expr[:30]
-                    for key, value in series["metric"].items():
-                        legend = legend.replace("{{" + key + "}}", value)
-                    points = [(float(t) - started, float(v)) for t, v in series["values"]]
-                    lines.append((legend, points))
-            panels.append((panel["title"], panel["type"], lines))
-        return panels, end - started
-    finally:
-        prom.terminate()
-        server.terminate()
-        prom.wait(20)
-        server.wait(20)
+def panel_series(url: str, panel: dict[str, Any], start: float, end: float) -> Any:
+    lines = []
+    for target in panel.get("targets", []):
+        expr = target["expr"].replace("$__rate_interval", "20s")
+        query = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": 2})
+        for series in live.get(f"{url}/api/v1/query_range?{query}")["data"]["result"]:
+            legend = target.get("legendFormat", "") or expr[:30]
+            for key, value in series["metric"].items():
+                legend = legend.replace("{{" + key + "}}", value)
+            lines.append((legend, [(float(t) - start, float(v)) for t, v in series["values"]]))
+    return panel["title"], panel["type"], lines
 
 
 def plot(panels: Any, path: Path) -> None:

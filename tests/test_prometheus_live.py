@@ -6,12 +6,7 @@ dashboard query must be valid PromQL."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -23,13 +18,13 @@ import pytest
 import yaml
 
 from extender import dashboard
-from extender.demo import CALLS, DATA
+from loadtest import live
+from loadtest.live import get
 
 ROOT = Path(__file__).parent.parent
 RULES = ROOT / "manifests/monitoring/gangplank-rules.yaml"
-PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(
-    PROMETHEUS is None,
+    live.PROMETHEUS is None,
     reason="prometheus not installed (Debian package prometheus; `make test` installs it as root)",
 )
 SELECTOR = re.compile(r"gangplank_[a-z_]+(?:\{[^}]*\})?")
@@ -52,96 +47,21 @@ EVENT_DRIVEN = {
 EVENT_LABELS = re.compile(r',?\s*code=~"5\.\."')
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.loads(response.read())
-
-
-def wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"the process serving {url} exited"
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"{url} not ready")
-
-
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("prometheus")
-    app_port, prom_port = free_port(), free_port()
-    base = f"http://127.0.0.1:{app_port}"
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "extender",
-            "serve",
-            "--cluster-file",
-            str(DATA / "demo-cluster.yaml"),
-            "--policy",
-            str(DATA / "demo-policy.yaml"),
-            "--bind",
-            f"127.0.0.1:{app_port}",
-            "--log-level",
-            "warning",
-        ]
-    )
-    prom: subprocess.Popen[bytes] | None = None
-    try:
-        wait_for(f"{base}/readyz", server)
-        for verb, name, _ in CALLS:
-            body = (DATA / "demo-requests" / name).read_bytes()
-            request = urllib.request.Request(
-                f"{base}/scheduler/{verb}", body, {"Content-Type": "application/json"}
-            )
-            urllib.request.urlopen(request, timeout=10).read()
-        config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [str(RULES)],
-            "scrape_configs": [
-                {
-                    "job_name": "gangplank",
-                    "static_configs": [{"targets": [f"127.0.0.1:{app_port}"]}],
-                }
-            ],
-        }
-        (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-        prom = subprocess.Popen(
-            [
-                str(PROMETHEUS),
-                f"--config.file={tmp / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{prom_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{prom_port}"
-        wait_for(f"{url}/-/ready", prom)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # a few scrapes, so that rates have two samples
-            up = get(f"{url}/api/v1/query?query=" + urllib.parse.quote("count_over_time(up[1m])"))
-            if up["data"]["result"] and float(up["data"]["result"][0]["value"][1]) >= 4:
-                break
-            time.sleep(0.5)
-        yield url
-    finally:
-        for process in (prom, server):
-            if process is not None:
-                process.terminate()
-                process.wait(20)
+    with live.demo_server() as base:
+        live.drive(base)
+        workdir = tmp_path_factory.mktemp("prometheus")
+        with live.prometheus(base.removeprefix("http://"), workdir, rules=RULES) as url:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # a few scrapes, so that rates have two samples
+                up = get(
+                    f"{url}/api/v1/query?query=" + urllib.parse.quote("count_over_time(up[1m])")
+                )
+                if up["data"]["result"] and float(up["data"]["result"][0]["value"][1]) >= 4:
+                    break
+                time.sleep(0.5)
+            yield url
 
 
 def query(url: str, expr: str) -> list[Any]:

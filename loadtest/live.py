@@ -1,0 +1,119 @@
+"""A live gangplank and a live Prometheus on loopback, for the tests and pictures that need real
+servers: `gangplank serve` (gunicorn) on the demo's cluster and policy, driven with the demo's
+calls, and Debian's `prometheus` scraping it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from extender.demo import CALLS, DATA
+
+PROMETHEUS = shutil.which("prometheus")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the process serving {url} exited"
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} not ready")
+
+
+@contextmanager
+def demo_server() -> Iterator[str]:
+    """`gangplank serve` on the demo cluster and policy; yields its base URL."""
+    base = f"http://127.0.0.1:{free_port()}"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "extender",
+            "serve",
+            "--cluster-file",
+            str(DATA / "demo-cluster.yaml"),
+            "--policy",
+            str(DATA / "demo-policy.yaml"),
+            "--bind",
+            base.removeprefix("http://"),
+            "--log-level",
+            "warning",
+        ]
+    )
+    try:
+        wait_for(f"{base}/readyz", server)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(20)
+
+
+def drive(base: str) -> None:
+    """The demo's calls, once each, as kube-scheduler would send them."""
+    for verb, name, _ in CALLS:
+        body = (DATA / "demo-requests" / name).read_bytes()
+        request = urllib.request.Request(
+            f"{base}/scheduler/{verb}", body, {"Content-Type": "application/json"}
+        )
+        urllib.request.urlopen(request, timeout=10).read()
+
+
+@contextmanager
+def prometheus(
+    target: str, workdir: Path, *, interval: str = "1s", rules: Path | None = None
+) -> Iterator[str]:
+    """Debian's Prometheus scraping `target` (host:port); yields its base URL."""
+    if PROMETHEUS is None:
+        raise RuntimeError("prometheus is not installed (apt-get install prometheus)")
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": interval, "evaluation_interval": interval},
+        "scrape_configs": [{"job_name": "gangplank", "static_configs": [{"targets": [target]}]}],
+    }
+    if rules is not None:
+        config["rule_files"] = [str(rules)]
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    url = f"http://127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={workdir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address={url.removeprefix('http://')}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(f"{url}/-/ready", process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(20)
