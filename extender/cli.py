@@ -42,6 +42,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--port", type=int, default=18888)
     demo.add_argument("--once", action="store_true", help="exit after showing the calls")
 
+    simulate = commands.add_parser(
+        "simulate",
+        help="replay a workload on a simulated cluster through gangplank (and without it): "
+        "waits, allocation, fair share, what-if",
+    )
+    from extender.sim.simulate import add_arguments as add_simulate_arguments
+
+    add_simulate_arguments(simulate)
+
     probe = commands.add_parser(
         "probe", help="exit 0 when a local endpoint answers 200 (for exec probes)"
     )
@@ -83,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from extender.server import serve as run_server
 
         return run_server(settings)
+    if args.command == "simulate":
+        from extender.sim.simulate import main as simulate_main
+
+        return simulate_main(args)
     if args.command == "demo":
         from extender.demo import run_demo
 

@@ -98,6 +98,7 @@ class ClusterStore:
         self._capacity: dict[str, int] = {}
         self._allocated: dict[str, int] = {}
         self._generation = 0
+        self._capacity_generation = 0
         self._snapshot: Snapshot | None = None
 
     # ---- nodes ------------------------------------------
@@ -112,6 +113,7 @@ class ClusterStore:
             self._count_node(self._node_infos.pop(name, None), -1)
             self._node_states.pop(name, None)
             self._dirty.discard(name)
+            self._capacity_generation += 1
             self._bump()
 
     def replace_nodes(self, nodes: Iterable[NodeInfo]) -> None:
@@ -236,6 +238,8 @@ class ClusterStore:
         with self._lock:
             if self._snapshot is not None:
                 return self._snapshot
+            if self._dirty:
+                self._capacity_generation += 1
             for name in self._dirty:
                 node = self._nodes.get(name)
                 if node is not None:
@@ -269,6 +273,7 @@ class ClusterStore:
                 queue_pending=dict(self._pending_infos),
                 queue_changes=tuple(self._queue_changes),
                 origin=id(self),
+                capacity_generation=self._capacity_generation,
                 capacity=dict(self._capacity),
                 allocated=dict(self._allocated),
             )

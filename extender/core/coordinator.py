@@ -40,6 +40,8 @@ from extender.core.workload import queue_label
 IN_FLIGHT_SECONDS = 30.0  # an admitted pod counts against its queue this long before it binds
 FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is forgotten after this
 HEAD_TRIES = 64  # jobs looked at for the head of the line (the first few are refused by quota)
+NO_VICTIMS_SECONDS = 30.0  # a search for victims that found none is not repeated on the same state
+NO_VICTIMS_LIMIT = 10_000
 RECLAIM_TRIES = 2  # jobs of the line looked at for preemption per pass (a dry run each)
 
 
@@ -89,6 +91,9 @@ class Coordinator:
         self._policy_changed = False
         self._refused_checked: tuple[int, int, int] = (0, -1, -1)
         self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
+        # Jobs preemption found no victims for, on which state, until when: retries on the same
+        # capacity skip the search (victims also become eligible with time: minRuntime).
+        self._no_victims: dict[str, tuple[tuple[object, ...], float]] = {}
         self.set_policy(policy)
 
     # ---- policy ------------------------------------------
@@ -225,12 +230,21 @@ class Coordinator:
         result = self.gangs.filter(snapshot, pod, names, now)
         if not result.passed and self._lacks_room(key, pod):
             gang = resolve_gang(snapshot, key, asking=pod)
-            if gang.ready:
+            state = self.gangs.room_state(snapshot, gang)
+            tried = self._no_victims.get(key)
+            if state is not None and tried is not None and tried[0] == state and now < tried[1]:
+                pass  # tried on this very state a moment ago: no victims then, none now
+            elif gang.ready:
                 book = self._book(snapshot) if self.policy is not None else None
                 if self.preemption.plan(
                     snapshot, key, gang.pending, gang.needed, queue, now, self.policy, book
                 ):
+                    self._no_victims.pop(key, None)
                     result = self.gangs.filter(snapshot, pod, names, now)
+                elif state is not None:
+                    if len(self._no_victims) >= NO_VICTIMS_LIMIT:
+                        self._no_victims.clear()
+                    self._no_victims[key] = (state, now + NO_VICTIMS_SECONDS)
         if not result.passed and self.policy is not None:
             reason = next(iter({**result.unresolvable, **result.failed}.values()), "")
             if reason:

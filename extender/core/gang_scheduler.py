@@ -39,6 +39,9 @@ from extender.core.topology import DEFAULT_TOPOLOGY, Topology, near_members
 FORGET_SECONDS = 60.0
 
 
+NO_ROOM_LIMIT = 10_000  # gangs remembered as not fitting (forgotten all at once beyond)
+
+
 @dataclass(frozen=True)
 class GangConfig:
     reservation_seconds: float = 60.0  # a plan whose members do not bind by then is released
@@ -82,6 +85,11 @@ class GangScheduler:
         self.hold: Hold | None = None
         self.cooldown: dict[str, float] = {}
         self.avoid: dict[str, dict[str, set[str]]] = {}  # gang -> uid -> nodes refused to it
+        # Gangs found not to fit, with the state they were tried on and the reason: kube-scheduler
+        # retries every parked member on every pod created, and the answer cannot differ until
+        # capacity, reservations or the hold change (a plan at 5,000 nodes is tens of ms).
+        self._no_room: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._reserved_version = 0
         self.outcomes = Outcomes()
         self.notices = Outbox()  # state changes to tell people (drained by the adapter)
         # The first gang in line takes the hold itself; with queues, the coordinator gives it.
@@ -153,6 +161,8 @@ class GangScheduler:
                 per_gang = reserved.setdefault(node, {}).setdefault(key, {})
                 for name, amount in plan.requests[uid].items():
                     per_gang[name] = per_gang.get(name, 0) + amount
+        if reserved != self._reserved:
+            self._reserved_version += 1
         self._reserved = reserved
 
     def free_for(
@@ -217,9 +227,16 @@ class GangScheduler:
         names: Sequence[str],
         now: float,
     ) -> FilterResult:
+        avoid = self.avoid.get(gang.key, {})
+        state = self.room_state(snapshot, gang, avoid)
+        known = self._no_room.get(gang.key)
+        if state is not None and known is not None and known[0] == state:
+            self.outcomes.failures["no-room"] += 1
+            if self.auto_hold:
+                self._maybe_hold(snapshot, gang, now)
+            return self._reject(gang, pod, names, "no-room", known[1], now)
         bound = gang.bound
         needed = gang.needed
-        avoid = self.avoid.get(gang.key, {})
         offered = set(names)
         wanted = {name for p in gang.pending for name in p.requests}
         for _ in range(3):
@@ -236,11 +253,14 @@ class GangScheduler:
             )
             if not attempt.ok:
                 self.outcomes.failures["no-room"] += 1
+                reason = f"gang {gang.name}: {attempt.reason}"
+                if state is not None:
+                    if len(self._no_room) >= NO_ROOM_LIMIT:
+                        self._no_room.clear()
+                    self._no_room[gang.key] = (state, reason)
                 if self.auto_hold:
                     self._maybe_hold(snapshot, gang, now)
-                return self._reject(
-                    gang, pod, names, "no-room", f"gang {gang.name}: {attempt.reason}", now
-                )
+                return self._reject(gang, pod, names, "no-room", reason, now)
             node = attempt.assignments.get(pod.uid)
             if node is None or node in offered:
                 break
@@ -282,6 +302,25 @@ class GangScheduler:
         if node is None:  # the gang is placed without this extra pod; the plan stands
             return self._reject_extra(gang, pod, names, now)
         return self._admit(gang, node, names)
+
+    def room_state(
+        self, snapshot: Snapshot, gang: Gang, avoid: Mapping[str, set[str]] | None = None
+    ) -> tuple[object, ...] | None:
+        """What a plan for `gang` depends on: the same state gives the same answer. None when
+        the snapshot does not say when capacity changed."""
+        if snapshot.capacity_generation < 0:
+            return None
+        hold = self.hold
+        return (
+            snapshot.origin,
+            snapshot.capacity_generation,
+            self._reserved_version,
+            (hold.key, hold.deadline) if hold is not None else None,
+            tuple(p.uid for p in gang.members),
+            len(gang.bound),
+            tuple(sorted((uid, tuple(sorted(nodes))) for uid, nodes in (avoid or {}).items())),
+            self.topology,
+        )
 
     def _planned_answer(
         self, snapshot: Snapshot, plan: Plan, pod: PodInfo, names: Sequence[str]

@@ -180,6 +180,9 @@ class Snapshot:
     # oldest first, so that a reader that saw an earlier snapshot looks only at what changed.
     queue_changes: tuple[tuple[int, int, frozenset[tuple[str, str]]], ...] = ()
     origin: int = 0  # which store made it: generations compare only within one store
+    # Bumped by the store whenever a node's allocation or the set of nodes changes (a pod bound,
+    # finished or gone; a node added): pods merely created leave it alone. -1: not kept.
+    capacity_generation: int = -1
     # Totals over schedulable (not cordoned) nodes.
     capacity: Resources = field(default_factory=dict)
     allocated: Resources = field(default_factory=dict)

@@ -1,0 +1,622 @@
+"""A kube-scheduler stand-in that replays a workload, in simulated time or in real time.
+
+It behaves as ../shared/fixtures/kube-scheduler/NOTES.md describes kube-scheduler v1.36:
+- one pod at a time, highest priority then oldest first: its own resource and nodeSelector
+  filter, then the extender's filter on the nodes left (`NodeNames`), prioritize when more than
+  one node passes (the highest score wins, ties at random), then the extender's bind;
+- the extender is not called when its own filter leaves no node;
+- a pod rejected everywhere is parked and retried only on a cluster event (a pod created, a pod
+  deleted, a node added) or when the pod itself is updated (gangplank's nudge); parked pods are
+  flushed back after 5 minutes; every retry waits out its backoff (1 s doubling to 10 s);
+- preemption after a failed cycle: on the nodes not failed as unresolvable, lower-priority pods
+  whose removal makes room are candidates, the extender's preempt narrows them, the victims on
+  the best node kept are deleted;
+- a job runs its duration once every member is bound, then its pods go away.
+Evicted jobs (preemption or gangplank's reclaim) are re-created by their controller and wait
+again. Gangs that never complete hold what their bound members hold (the baseline shows it).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from extender.convert import node_from_api, pod_from_api
+from extender.core.model import NodeInfo, PodInfo
+from extender.core.resources import GPU
+from extender.sim.workload import JobSpec, pod_object
+
+BACKOFF_INITIAL = 1.0
+BACKOFF_MAX = 10.0
+FLUSH_AFTER = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
+FLUSH_EVERY = 30.0
+STALL_SECONDS = 3600.0
+STAGGER = 0.2  # seconds between the creation stamps of one job's pods
+MIN_CANDIDATES = 100  # kube-scheduler's minCandidateNodesAbsolute
+PODS = "pods"
+
+
+@dataclass(eq=False)
+class SimPod:
+    raw: dict[str, Any]
+    info: PodInfo
+    run: Run
+    node: str | None = None
+    attempts: int = 0
+    parked_at: float | None = None
+    in_backoff: bool = False
+    last_try: float = 0.0
+
+    @property
+    def uid(self) -> str:
+        return self.info.uid
+
+    @property
+    def requests(self) -> Mapping[str, int]:
+        return self.info.requests
+
+
+@dataclass(eq=False)
+class Run:
+    """One attempt of a job: its pods, created together; a preempted job gets a new run."""
+
+    record: JobRecord
+    pods: list[SimPod] = field(default_factory=list)
+    bound: int = 0
+    started: float | None = None
+    bound_since: float | None = None
+    gone: bool = False
+
+
+@dataclass
+class JobRecord:
+    spec: JobSpec
+    started: float | None = None
+    ended: float | None = None
+    preempted: int = 0
+    gpu_seconds_lost: float = 0.0
+    runs: int = 0
+
+
+@dataclass
+class Filtered:
+    passed: list[str]
+    failed: dict[str, str] = field(default_factory=dict)  # resolvable
+    unresolvable: dict[str, str] = field(default_factory=dict)
+
+    def reason(self) -> str:
+        for reasons in (self.unresolvable, self.failed):
+            for reason in reasons.values():
+                return reason
+        return ""
+
+
+@dataclass
+class Tick:
+    nudged: list[str] = field(default_factory=list)  # pod uids updated (retry now)
+    evicted: list[str] = field(default_factory=list)  # pod uids the extender evicted
+
+
+class Extender(Protocol):
+    """What the driver calls: the verbs, and the cluster changes its cache must see."""
+
+    name: str
+
+    def start(self, nodes: Sequence[dict[str, Any]]) -> None: ...
+    def created(self, pods: Sequence[SimPod], now: float) -> None: ...
+    def deleted(self, pods: Sequence[SimPod], now: float) -> None: ...
+    def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered: ...
+    def prioritize(self, pod: SimPod, names: list[str], now: float) -> dict[str, int]: ...
+    def preempt(
+        self, pod: SimPod, candidates: dict[str, list[SimPod]], now: float
+    ) -> dict[str, list[str]]: ...
+    def bind(self, pod: SimPod, node: str, now: float) -> str: ...
+    def tick(self, now: float) -> Tick: ...
+    def stop(self) -> None: ...
+
+
+class Clock(Protocol):
+    def wait_until(self, t: float) -> None: ...
+
+
+class SimulatedClock:
+    def wait_until(self, t: float) -> None:
+        pass
+
+
+class WallClock:
+    """Real time for the demo: the driver's time is seconds since `start`."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self.start
+
+    def wait_until(self, t: float) -> None:
+        delay = t - self.now()
+        if delay > 0:
+            time.sleep(delay)
+
+
+@dataclass
+class Sample:
+    t: float
+    allocated: int  # GPUs held by bound pods
+    incomplete: int  # of those, held by gangs not all bound
+    stranded: int  # free GPUs on nodes with fewer free than the smallest waiting GPU pod asks
+    free: int
+    running: dict[str, int]  # GPUs of started jobs, by queue
+    waiting: dict[str, int]  # jobs waiting, by queue
+
+
+@dataclass
+class Options:
+    kick_seconds: float = 5.0  # gangplank's periodic pass (nudges, holds, reclaim), simulated
+    sample_seconds: float = 300.0
+    until: float | None = None  # stop here (default: when the last job ended or nothing moves)
+    seed: int = 1
+
+
+class Driver:
+    def __init__(
+        self,
+        nodes: Sequence[dict[str, Any]],
+        jobs: Sequence[JobSpec],
+        extender: Extender,
+        options: Options | None = None,
+        clock: Clock | None = None,
+        progress: Callable[[float], None] | None = None,
+        on_event: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.options = options or Options()
+        self.extender = extender
+        self.clock = clock or SimulatedClock()
+        self.progress = progress
+        self.on_event = on_event or (lambda kind, text: None)
+        self.rng = random.Random(self.options.seed)
+        self.raw_nodes = list(nodes)
+        self.nodes: dict[str, NodeInfo] = {}
+        self.free: dict[str, dict[str, int]] = {}
+        self.on_node: dict[str, dict[str, SimPod]] = {}
+        self.by_free_gpu: dict[int, dict[str, None]] = {}
+        for raw in nodes:
+            info = node_from_api(raw)
+            self.nodes[info.name] = info
+            self.free[info.name] = dict(info.allocatable)
+            self.on_node[info.name] = {}
+            self.by_free_gpu.setdefault(info.allocatable.get(GPU, 0), {})[info.name] = None
+        self.capacity_gpus = sum(n.allocatable.get(GPU, 0) for n in self.nodes.values())
+        self.records = [JobRecord(spec) for spec in jobs]
+        self.now = 0.0
+        self._seq = itertools.count()
+        self._uids = itertools.count()
+        self._events: list[tuple[float, int, str, Any]] = []
+        self._active: list[tuple[int, float, int, SimPod]] = []
+        self._backoff: list[tuple[float, int, SimPod]] = []
+        self.pending: dict[str, SimPod] = {}
+        self.live: dict[str, SimPod] = {}  # every pod of a run not gone, by uid
+        self.parked: dict[str, SimPod] = {}
+        self._version = 0
+        self._fit_cache: dict[Any, list[str]] = {}
+        self._bound_priorities: Counter[int] = Counter()
+        # figures
+        self.samples: list[Sample] = []
+        self.cycles = 0
+        self.extender_calls: Counter[str] = Counter()
+        self.preemptions = 0
+        self.evictions_by_extender = 0
+        self.gpu_seconds = 0.0
+        self.incomplete_gpu_seconds = 0.0
+        self.queue_gpu_seconds: dict[str, float] = {}
+        self._allocated = 0
+        self._incomplete = 0
+        self._running: Counter[str] = Counter()
+        self._accounted_to = 0.0
+        self._last_change = 0.0  # when a pod was last bound or a job last ended
+        self.reasons: dict[str, str] = {}  # job -> last reason it waited for
+        self.wall_seconds = 0.0
+        for record in self.records:
+            self._push(record.spec.arrival, "arrive", record)
+        self._push(0.0, "tick", None)
+        self._push(FLUSH_EVERY, "flush", None)
+        self._push(0.0, "sample", None)
+
+    # ---- the event loop ----------------------------------
+    def _push(self, t: float, kind: str, payload: Any) -> None:
+        heapq.heappush(self._events, (t, next(self._seq), kind, payload))
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        self.extender.start(self.raw_nodes)
+        last_arrival = max((r.spec.arrival for r in self.records), default=0.0)
+        try:
+            while self._events:
+                t = self._events[0][0]
+                if self.options.until is not None and t > self.options.until:
+                    break
+                if t > last_arrival and not self.live:
+                    break  # every job has ended
+                if t > last_arrival + STALL_SECONDS and t > self._last_change + STALL_SECONDS:
+                    break  # nothing runs and nothing has moved for an hour: it never will
+                self.clock.wait_until(t)
+                self._account(t)
+                self.now = t
+                moved = False
+                while self._events and self._events[0][0] <= t:
+                    _, _, kind, payload = heapq.heappop(self._events)
+                    moved = self._handle(kind, payload) or moved
+                if moved:
+                    self._requeue_parked()
+                self._schedule()
+                if self.progress is not None:
+                    self.progress(t)
+        finally:
+            self._account(self.now)
+            self.extender.stop()
+            self.wall_seconds = time.perf_counter() - started
+
+    def _handle(self, kind: str, payload: Any) -> bool:
+        """Returns whether it was a cluster event (parked pods are retried)."""
+        if kind == "arrive":
+            self._create_run(payload)
+            return True
+        if kind == "finish":
+            run: Run = payload
+            if not run.gone:
+                run.record.ended = self.now
+                self._last_change = self.now
+                self._remove_run(run)
+                self.on_event("finished", run.record.spec.name)
+                return True
+            return False
+        if kind == "backoff":
+            return False
+        if kind == "tick":
+            self._tick()
+            self._push(self.now + self.options.kick_seconds, "tick", None)
+            return False
+        if kind == "flush":
+            for pod in [
+                p for p in self.parked.values() if self.now - (p.parked_at or 0) >= FLUSH_AFTER
+            ]:
+                self._activate(pod)
+            self._push(self.now + FLUSH_EVERY, "flush", None)
+            return False
+        if kind == "sample":
+            self._sample()
+            self._push(self.now + self.options.sample_seconds, "sample", None)
+            return False
+        raise ValueError(kind)
+
+    # ---- pods coming and going ----------------------------------
+    def _create_run(self, record: JobRecord) -> None:
+        record.runs += 1
+        run = Run(record)
+        spec = record.spec
+        suffix = "" if record.runs == 1 else f"-r{record.runs - 1}"
+        named = JobSpec(**{**spec.__dict__, "name": spec.name + suffix})
+        for i in range(spec.members):
+            # a controller creates pods one after another: members of jobs arriving together
+            # interleave in kube-scheduler's queue (its order is priority, then creation time)
+            raw = pod_object(named, i, f"uid-{next(self._uids):08d}", self.now + i * STAGGER)
+            if suffix and spec.members > 1:
+                raw["metadata"]["labels"]["gangplank.io/gang"] = named.name
+            pod = SimPod(raw, pod_from_api(raw), run)
+            run.pods.append(pod)
+            self.pending[pod.uid] = pod
+            self.live[pod.uid] = pod
+        self.extender.created(run.pods, self.now)
+        for pod in run.pods:
+            self._enqueue(pod)
+
+    def _remove_run(self, run: Run) -> None:
+        run.gone = True
+        gpus = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
+        if run.started is not None:
+            self._running[run.record.spec.queue] -= gpus
+        elif gpus:
+            self._incomplete -= gpus
+        for pod in run.pods:
+            if pod.node is not None:
+                self._release(pod)
+            self.pending.pop(pod.uid, None)
+            self.parked.pop(pod.uid, None)
+            self.live.pop(pod.uid, None)
+        self.extender.deleted(run.pods, self.now)
+
+    def _evict(self, run: Run, why: str) -> None:
+        if run.gone:
+            return
+        record = run.record
+        if run.started is not None:
+            gpus = sum(p.requests.get(GPU, 0) for p in run.pods)
+            record.gpu_seconds_lost += gpus * (self.now - run.started)
+        record.preempted += 1
+        self.preemptions += 1
+        self.on_event("preempted", f"{record.spec.name} ({why})")
+        self._remove_run(run)
+        self._create_run(record)
+
+    # ---- queues ----------------------------------
+    def _enqueue(self, pod: SimPod) -> None:
+        info = pod.info
+        heapq.heappush(self._active, (-info.priority, info.created, next(self._seq), pod))
+
+    def _activate(self, pod: SimPod) -> None:
+        """A parked pod moves on: to the active queue, or the backoff queue until its backoff
+        has passed."""
+        if self.parked.pop(pod.uid, None) is None:
+            return
+        pod.parked_at = None
+        ready = self._backoff_until(pod)
+        if ready > self.now:
+            pod.in_backoff = True
+            heapq.heappush(self._backoff, (ready, next(self._seq), pod))
+            self._push(ready, "backoff", None)
+        else:
+            self._enqueue(pod)
+
+    def _backoff_until(self, pod: SimPod) -> float:
+        if pod.attempts == 0:
+            return self.now
+        delay: float = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0 ** min(pod.attempts - 1, 10))
+        return pod.last_try + delay
+
+    def _requeue_parked(self) -> None:
+        for pod in list(self.parked.values()):
+            self._activate(pod)
+
+    def _park(self, pod: SimPod, reason: str) -> None:
+        pod.parked_at = self.now
+        self.parked[pod.uid] = pod
+        if reason:
+            self.reasons[pod.run.record.spec.name] = reason
+
+    # ---- one scheduling cycle ----------------------------------
+    def _schedule(self) -> None:
+        while self._backoff and self._backoff[0][0] <= self.now:
+            _, _, pod = heapq.heappop(self._backoff)
+            pod.in_backoff = False
+            if pod.uid in self.pending and pod.uid not in self.parked:
+                self._enqueue(pod)
+        seen: set[str] = set()
+        while self._active:
+            _, _, _, pod = heapq.heappop(self._active)
+            if pod.uid not in self.pending or pod.uid in seen or pod.uid in self.parked:
+                continue
+            seen.add(pod.uid)
+            self._cycle(pod)
+
+    def _cycle(self, pod: SimPod) -> None:
+        self.cycles += 1
+        pod.attempts += 1
+        pod.last_try = self.now
+        feasible = self._fit(pod)
+        if not feasible:
+            if not self._preempt(pod, None):
+                self._park(pod, "")
+            return
+        self.extender_calls["filter"] += 1
+        filtered = self.extender.filter(pod, feasible, self.now)
+        if not filtered.passed:
+            resolvable = [n for n in feasible if n not in filtered.unresolvable]
+            if not (resolvable and self._preempt(pod, resolvable)):
+                self._park(pod, filtered.reason())
+            return
+        node = filtered.passed[0]
+        if len(filtered.passed) > 1:
+            self.extender_calls["prioritize"] += 1
+            scores = self.extender.prioritize(pod, filtered.passed, self.now)
+            best = max(scores.get(n, 0) for n in filtered.passed)
+            top = [n for n in filtered.passed if scores.get(n, 0) == best]
+            node = top[0] if len(top) == 1 else self.rng.choice(top)
+        self.extender_calls["bind"] += 1
+        error = self.extender.bind(pod, node, self.now)
+        if error:
+            self.reasons[pod.run.record.spec.name] = error
+            ready = self._backoff_until(pod)
+            pod.in_backoff = True
+            heapq.heappush(self._backoff, (ready, next(self._seq), pod))
+            self._push(ready, "backoff", None)
+            return
+        self._bound(pod, node)
+
+    def _fit(self, pod: SimPod) -> list[str]:
+        """kube-scheduler's own filters: room for the requests, the nodeSelector."""
+        info = pod.info
+        key = (tuple(sorted(info.requests.items())), tuple(sorted(info.node_selector.items())))
+        cached = self._fit_cache.get(key)
+        if cached is not None:
+            return cached
+        want = {r: a for r, a in info.requests.items() if a > 0}
+        gpus = want.get(GPU, 0)
+        if gpus:
+            names: Iterable[str] = itertools.chain.from_iterable(
+                bucket for free, bucket in self.by_free_gpu.items() if free >= gpus
+            )
+        else:
+            names = self.nodes
+        selector = info.node_selector
+        out = []
+        for name in names:
+            free = self.free[name]
+            if free.get(PODS, 0) < 1 or any(free.get(r, 0) < a for r, a in want.items()):
+                continue
+            node = self.nodes[name]
+            if node.unschedulable or (
+                selector and any(node.labels.get(k) != v for k, v in selector.items())
+            ):
+                continue
+            out.append(name)
+        self._fit_cache[key] = out
+        return out
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._fit_cache.clear()
+
+    def _move(self, name: str, pod: SimPod, sign: int) -> None:
+        free = self.free[name]
+        before = free.get(GPU, 0)
+        for resource, amount in pod.requests.items():
+            free[resource] = free.get(resource, 0) - sign * amount
+        free[PODS] = free.get(PODS, 0) - sign
+        after = free.get(GPU, 0)
+        if before != after:
+            del self.by_free_gpu[before][name]
+            self.by_free_gpu.setdefault(after, {})[name] = None
+        self._changed()
+
+    def _bound(self, pod: SimPod, node: str) -> None:
+        self._last_change = self.now
+        pod.node = node
+        self._move(node, pod, +1)
+        self.on_node[node][pod.uid] = pod
+        self._bound_priorities[pod.info.priority] += 1
+        del self.pending[pod.uid]
+        run = pod.run
+        run.bound += 1
+        gpus = pod.requests.get(GPU, 0)
+        self._allocated += gpus
+        if run.bound < len(run.pods):
+            self._incomplete += gpus
+            if run.bound_since is None:
+                run.bound_since = self.now
+            return
+        self._incomplete -= sum(p.requests.get(GPU, 0) for p in run.pods) - gpus
+        run.started = self.now
+        record = run.record
+        if record.started is None:
+            record.started = self.now
+        self._running[record.spec.queue] += sum(p.requests.get(GPU, 0) for p in run.pods)
+        self._push(self.now + record.spec.duration, "finish", run)
+        self.on_event("started", record.spec.name)
+
+    def _release(self, pod: SimPod) -> None:
+        node = pod.node
+        assert node is not None
+        self._move(node, pod, -1)
+        del self.on_node[node][pod.uid]
+        self._bound_priorities[pod.info.priority] -= 1
+        if not self._bound_priorities[pod.info.priority]:
+            del self._bound_priorities[pod.info.priority]
+        self._allocated -= pod.requests.get(GPU, 0)
+        pod.node = None
+
+    # ---- preemption ----------------------------------
+    def _preempt(self, pod: SimPod, names: Sequence[str] | None) -> bool:
+        priority = pod.info.priority
+        if not self._bound_priorities or min(self._bound_priorities) >= priority:
+            return False
+        want = {r: a for r, a in pod.requests.items() if a > 0}
+        selector = pod.info.node_selector
+        limit = max(MIN_CANDIDATES, len(self.nodes) // 10)
+        candidates: dict[str, list[SimPod]] = {}
+        for name in names if names is not None else self.nodes:
+            node = self.nodes[name]
+            if selector and any(node.labels.get(k) != v for k, v in selector.items()):
+                continue
+            lower = sorted(
+                (p for p in self.on_node[name].values() if p.info.priority < priority),
+                key=lambda p: (p.info.priority, -p.info.created),
+            )
+            if not lower:
+                continue
+            free = dict(self.free[name])
+            victims = []
+            for victim in lower:
+                if all(free.get(r, 0) >= a for r, a in want.items()) and free.get(PODS, 0) >= 1:
+                    break
+                victims.append(victim)
+                for r, a in victim.requests.items():
+                    free[r] = free.get(r, 0) + a
+                free[PODS] = free.get(PODS, 0) + 1
+            if all(free.get(r, 0) >= a for r, a in want.items()):
+                candidates[name] = victims
+                if len(candidates) >= limit:
+                    break
+        if not candidates:
+            return False
+        self.extender_calls["preempt"] += 1
+        kept = self.extender.preempt(pod, candidates, self.now)
+        if not kept:
+            return False
+        by_uid = {p.uid: p for victims in candidates.values() for p in victims}
+        chosen = min(
+            kept,
+            key=lambda n: (
+                max((by_uid[u].info.priority for u in kept[n] if u in by_uid), default=-(2**31)),
+                len(kept[n]),
+                n,
+            ),
+        )
+        for uid in kept[chosen]:
+            found = by_uid.get(uid)
+            if found is not None:
+                self._evict(found.run, f"preempted for {pod.run.record.spec.name}")
+        self._requeue_parked()
+        self._enqueue(pod)
+        return True
+
+    # ---- the extender's own work ----------------------------------
+    def _tick(self) -> None:
+        if not self.pending and not self._incomplete:
+            return
+        tick = self.extender.tick(self.now)
+        for uid in tick.nudged:
+            pod = self.pending.get(uid)
+            if pod is not None and uid in self.parked:
+                self._activate(pod)
+        runs = {}
+        for uid in tick.evicted:
+            found = self.live.get(uid)
+            if found is not None:
+                runs[id(found.run)] = found.run
+        for run in runs.values():
+            self.evictions_by_extender += 1
+            self._evict(run, "reclaimed by gangplank")
+        if runs:
+            self._requeue_parked()
+
+    # ---- figures ----------------------------------
+    def _account(self, t: float) -> None:
+        span = t - self._accounted_to
+        if span > 0:
+            self.gpu_seconds += self._allocated * span
+            self.incomplete_gpu_seconds += self._incomplete * span
+            for queue, gpus in self._running.items():
+                self.queue_gpu_seconds[queue] = self.queue_gpu_seconds.get(queue, 0.0) + gpus * span
+            self._accounted_to = t
+
+    def _sample(self) -> None:
+        smallest = min(
+            (p.requests.get(GPU, 0) for p in self.pending.values() if p.requests.get(GPU, 0)),
+            default=0,
+        )
+        free = sum(f * len(names) for f, names in self.by_free_gpu.items())
+        stranded = (
+            sum(f * len(names) for f, names in self.by_free_gpu.items() if 0 < f < smallest)
+            if smallest
+            else 0
+        )
+        waiting: Counter[str] = Counter()
+        for run in {id(p.run): p.run for p in self.pending.values()}.values():
+            waiting[run.record.spec.queue] += 1
+        self.samples.append(
+            Sample(
+                self.now,
+                self._allocated,
+                self._incomplete,
+                stranded,
+                free,
+                {q: g for q, g in self._running.items() if g},
+                dict(waiting),
+            )
+        )

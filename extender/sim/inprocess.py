@@ -1,0 +1,104 @@
+"""gangplank in the simulator: its cache and decision core called directly, in simulated time.
+
+What the HTTP routes and the runtime's periodic pass do, minus HTTP and threads: the same
+`ClusterStore` (fed by the driver, as the watch would), the same `Coordinator` and its verbs,
+the periodic pass (`kick_candidates`, evictions, the mix placement learns every minute).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from extender.cache.store import ClusterStore
+from extender.convert import node_from_api
+from extender.core.bind import BindRequest
+from extender.core.coordinator import Coordinator
+from extender.core.gang_scheduler import GangConfig, GangScheduler
+from extender.core.policy import Policy
+from extender.core.preempt import Victims
+from extender.core.scoring import mix_of
+from extender.sim.driver import Filtered, SimPod, Tick
+from extender.sim.workload import EPOCH
+
+LEARN_SECONDS = 60.0
+
+
+class InProcess:
+    name = "gangplank"
+
+    def __init__(self, policy: Policy | None, config: GangConfig | None = None) -> None:
+        self.now = EPOCH
+        self.store = ClusterStore(clock=lambda: self.now)
+        self.coordinator = Coordinator(GangScheduler(config or GangConfig()), policy)
+        self.notices: Counter[str] = Counter()
+        self._uids: dict[tuple[str, str], str] = {}
+        self._learned_at = float("-inf")
+
+    def _at(self, now: float) -> float:
+        self.now = EPOCH + now
+        return self.now
+
+    def start(self, nodes: Sequence[dict[str, Any]]) -> None:
+        self.store.replace_nodes(node_from_api(n) for n in nodes)
+
+    def stop(self) -> None:
+        pass
+
+    def created(self, pods: Sequence[SimPod], now: float) -> None:
+        for pod in pods:
+            self.store.upsert_pod(pod.info)
+            self._uids[(pod.info.namespace, pod.info.name)] = pod.uid
+
+    def deleted(self, pods: Sequence[SimPod], now: float) -> None:
+        for pod in pods:
+            self.store.delete_pod(pod.info)
+            self._uids.pop((pod.info.namespace, pod.info.name), None)
+
+    def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered:
+        result = self.coordinator.filter(self.store.snapshot(), pod.info, names, self._at(now))
+        return Filtered(result.passed, result.failed, result.unresolvable)
+
+    def prioritize(self, pod: SimPod, names: list[str], now: float) -> dict[str, int]:
+        scores = self.coordinator.scores(self.store.snapshot(), pod.info, names)
+        return {n: scores.by_node.get(n, scores.default) for n in names}
+
+    def preempt(
+        self, pod: SimPod, candidates: dict[str, list[SimPod]], now: float
+    ) -> dict[str, list[str]]:
+        asked = {n: Victims(tuple(p.uid for p in pods)) for n, pods in candidates.items()}
+        kept = self.coordinator.preempt(self.store.snapshot(), pod.info, asked, self._at(now))
+        return {n: list(v.uids) for n, v in kept.items()}
+
+    def bind(self, pod: SimPod, node: str, now: float) -> str:
+        info = pod.info
+        request = BindRequest(info.namespace, info.name, info.uid, node)
+        decision = self.coordinator.check_bind(request)
+        if not decision.allowed:
+            return decision.reason
+        self.coordinator.bound(request)
+        at = self._at(now)
+        self.store.upsert_pod(
+            dataclasses.replace(info, node_name=node, phase="Running", started=at)
+        )
+        return ""
+
+    def tick(self, now: float) -> Tick:
+        at = self._at(now)
+        if at - self._learned_at >= LEARN_SECONDS:
+            self._learned_at = at
+            mix = mix_of(self.store.snapshot())
+            if mix is not None:
+                self.coordinator.scorer.learn(mix)
+        refs = self.coordinator.kick_candidates(self.store.snapshot(), at)
+        evictions = self.coordinator.take_evictions()
+        for notice in self.coordinator.take_notices():
+            self.notices[notice.reason] += 1
+        # drained as the runtime's publish does (they would grow otherwise)
+        self.coordinator.gangs.take_outcomes()
+        self.coordinator.take_queue_outcomes()
+        self.coordinator.preemption.take_outcomes()
+        nudged = [u for ref in refs if (u := self._uids.get(ref)) is not None]
+        return Tick(nudged, [e.uid for e in evictions])

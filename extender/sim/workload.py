@@ -1,0 +1,207 @@
+"""The jobs a simulation replays: generated from a seeded mix, or read from a trace's pod CSV.
+
+A job is one pod or a gang of identical pods; it arrives at a time, waits, runs its duration
+once every member is bound, and leaves. Pods are API server JSON, labelled the way users label
+them for gangplank (`gangplank.io/queue`, `gangplank.io/gang` + `gangplank.io/gang-size`).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from extender.core.resources import GPU
+
+QUEUE_LABEL = "gangplank.io/queue"
+GANG_LABEL = "gangplank.io/gang"
+GANG_SIZE = "gangplank.io/gang-size"
+DEFAULT_PODS = "alibaba-gpu-v2023/openb_pod_list_default.csv"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    queue: str  # "" when the workload has no queues
+    members: int
+    gpus: int  # per pod
+    cpu_milli: int
+    memory_mib: int
+    duration: float  # seconds of running, once every member is bound
+    arrival: float  # seconds from the start
+    priority: int = 0
+    namespace: str = "default"
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus * self.members
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One kind of job in a generated mix: `weight` is its share of arrivals."""
+
+    members: int
+    gpus: int
+    weight: float
+    cpu_milli: int = 8000
+    memory_mib: int = 65536
+
+
+# What training platforms see: many small single-pod jobs, fewer large gangs.
+DEFAULT_SHAPES = (
+    Shape(1, 1, 30),
+    Shape(1, 2, 15),
+    Shape(1, 4, 12),
+    Shape(1, 8, 13),
+    Shape(2, 8, 12),
+    Shape(4, 8, 10),
+    Shape(8, 8, 5),
+    Shape(16, 8, 3),
+)
+
+
+@dataclass(frozen=True)
+class Mix:
+    """A generated workload: `jobs` arrivals (Poisson) over `hours`, durations lognormal with
+    their median scaled so that the GPU-hours asked for are `load` x the cluster's."""
+
+    jobs: int = 400
+    hours: float = 24.0
+    load: float = 0.9
+    seed: int = 1
+    queues: Mapping[str, float] = field(default_factory=lambda: {"team-a": 1.0})
+    priorities: Mapping[str, int] = field(default_factory=dict)  # by queue
+    shapes: Sequence[Shape] = DEFAULT_SHAPES
+    sigma: float = 1.0  # spread of the lognormal durations
+
+
+def generate(mix: Mix, cluster_gpus: int) -> list[JobSpec]:
+    rng = random.Random(mix.seed)
+    horizon = mix.hours * 3600.0
+    shapes = list(mix.shapes)
+    weights = [s.weight for s in shapes]
+    queues = list(mix.queues)
+    queue_weights = [mix.queues[q] for q in queues]
+    picked = [rng.choices(shapes, weights)[0] for _ in range(mix.jobs)]
+    times = sorted(rng.uniform(0, horizon) for _ in range(mix.jobs))
+    # median duration so that sum(gpus x duration) = load x capacity x horizon
+    mean_factor = math.exp(mix.sigma**2 / 2)  # mean of a lognormal over its median
+    asked = sum(s.members * s.gpus for s in picked) or 1
+    median = mix.load * max(cluster_gpus, 1) * horizon / (asked * mean_factor)
+    jobs = []
+    for i, (shape, when) in enumerate(zip(picked, times, strict=True)):
+        queue = rng.choices(queues, queue_weights)[0] if queues else ""
+        duration = max(60.0, min(rng.lognormvariate(math.log(median), mix.sigma), horizon))
+        jobs.append(
+            JobSpec(
+                name=f"job-{i:06d}",
+                queue=queue,
+                members=shape.members,
+                gpus=shape.gpus,
+                cpu_milli=shape.cpu_milli,
+                memory_mib=shape.memory_mib,
+                duration=round(duration, 1),
+                arrival=round(when, 3),
+                priority=mix.priorities.get(queue, 0),
+                namespace=queue or "default",
+            )
+        )
+    return jobs
+
+
+def from_trace(
+    path: Path, queues: Sequence[str] = (), limit: int | None = None, seed: int = 1
+) -> list[JobSpec]:
+    """One single-pod job per row of an alibaba-gpu-v2023 pod CSV: it arrives at its creation
+    time and runs from scheduling to deletion. A share of one GPU (`gpu_milli`) asks for a whole
+    GPU: the device plugin hands out whole GPUs. Rows are spread over `queues` at random."""
+    rng = random.Random(seed)
+    if path.is_dir():
+        path = path / DEFAULT_PODS
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows = [r for r in rows if r.get("creation_time")]
+    rows.sort(key=lambda r: float(r["creation_time"]))
+    if limit is not None:
+        rows = rows[:limit]
+    start = float(rows[0]["creation_time"]) if rows else 0.0
+    jobs = []
+    for i, row in enumerate(rows):
+        created = float(row["creation_time"])
+        began = float(row.get("scheduled_time") or created or 0)
+        ended = float(row.get("deletion_time") or 0)
+        duration = ended - began if ended > began else 3600.0
+        gpus = int(row["num_gpu"])
+        if gpus == 0 and int(row.get("gpu_milli") or 0) > 0:
+            gpus = 1
+        queue = rng.choice(list(queues)) if queues else ""
+        jobs.append(
+            JobSpec(
+                name=f"trace-{i:06d}",
+                queue=queue,
+                members=1,
+                gpus=gpus,
+                cpu_milli=int(row["cpu_milli"]),
+                memory_mib=int(row["memory_mib"]),
+                duration=max(1.0, duration),
+                arrival=created - start,
+                namespace=queue or "default",
+            )
+        )
+    return jobs
+
+
+EPOCH = datetime(2026, 12, 1, tzinfo=UTC).timestamp()
+
+
+def stamp(seconds: float) -> str:
+    """An RFC 3339 time `seconds` after the simulation's epoch (microseconds kept: creation
+    order is kube-scheduler's tie-break)."""
+    return datetime.fromtimestamp(EPOCH + seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def pod_object(
+    job: JobSpec, index: int, uid: str, created: float, scheduler: str = "gangplank"
+) -> dict[str, Any]:
+    name = job.name if job.members == 1 else f"{job.name}-{index}"
+    labels: dict[str, str] = {"job-name": job.name}
+    annotations: dict[str, str] = {}
+    if job.queue:
+        labels[QUEUE_LABEL] = job.queue
+    if job.members > 1:
+        labels[GANG_LABEL] = job.name
+        annotations[GANG_SIZE] = str(job.members)
+    requests: dict[str, str] = {"cpu": f"{job.cpu_milli}m", "memory": f"{job.memory_mib}Mi"}
+    if job.gpus:
+        requests[GPU] = str(job.gpus)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": job.namespace,
+            "uid": uid,
+            "labels": labels,
+            "annotations": annotations,
+            "creationTimestamp": stamp(created),
+        },
+        "spec": {
+            "schedulerName": scheduler,
+            "priority": job.priority,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "train",
+                    "image": "example.com/train:latest",
+                    "resources": {"requests": requests, "limits": dict(requests)},
+                }
+            ],
+        },
+        "status": {"phase": "Pending"},
+    }

@@ -1,0 +1,146 @@
+"""`gangplank simulate`: a kube-scheduler-like driver replays a workload through gangplank's
+decision core in simulated time, and through kube-scheduler alone for comparison."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extender.cli import main
+from extender.sim.baseline import Baseline
+from extender.sim.cluster import ClusterError, load_cluster, synthetic
+from extender.sim.driver import Driver
+from extender.sim.inprocess import InProcess
+from extender.sim.report import figures
+from extender.sim.workload import JobSpec, Mix, from_trace, generate
+
+DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "extender/data/demo-cluster.yaml"
+
+
+def job(
+    name: str, at: float, *, members: int = 1, gpus: int = 1, hours: float = 1.0, queue: str = ""
+) -> JobSpec:
+    return JobSpec(name, queue, members, gpus, 1000, 1024, hours * 3600, at)
+
+
+def contended() -> list[JobSpec]:
+    """Two 16-GPU gangs (2 x 8) arrive together on 16 GPUs, then one more: only whole gangs
+    make progress."""
+    return [
+        job("a", 0, members=2, gpus=8),
+        job("b", 0, members=2, gpus=8),
+        job("c", 1, members=2, gpus=8),
+    ]
+
+
+def run(extender: InProcess | Baseline, jobs: list[JobSpec], nodes: int = 2) -> dict[str, Any]:
+    driver = Driver(synthetic(nodes, 8), jobs, extender)
+    driver.run()
+    return figures(driver, extender.name)
+
+
+def test_gangplank_starts_gangs_whole_and_holds_nothing_for_incomplete_ones() -> None:
+    result = run(InProcess(None), contended())
+    assert result["started"] == 3
+    assert result["incomplete_gang_gpu_hours"] == 0
+    assert result["queues"]["(none)"]["gang_start_p50_h"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_without_gangplank_half_bound_gangs_hold_gpus_and_can_deadlock() -> None:
+    result = run(Baseline(), contended())
+    # a and b each bind one member (spread scoring puts them on different nodes): neither can
+    # start, both hold 8 GPUs until the run gives up
+    assert result["never_started"] >= 2
+    assert result["incomplete_gang_gpu_hours"] > 0
+
+
+def test_a_job_larger_than_the_cluster_ends_the_run_and_is_counted_as_never_started() -> None:
+    result = run(InProcess(None), [job("big", 0, members=4, gpus=8)])
+    assert result["never_started"] == 1
+    assert result["simulated_hours"] <= 2.1
+
+
+def test_generated_workloads_are_reproducible_and_sized_to_the_load() -> None:
+    mix = Mix(jobs=300, hours=10, load=0.5, seed=7, queues={"a": 1, "b": 3})
+    jobs = generate(mix, cluster_gpus=512)
+    assert jobs == generate(mix, cluster_gpus=512)
+    assert jobs != generate(Mix(jobs=300, hours=10, load=0.5, seed=8), 512)
+    asked = sum(j.total_gpus * j.duration for j in jobs) / 3600
+    assert 0.25 * 512 * 10 < asked < 1.0 * 512 * 10  # lognormal: near the target, not on it
+    assert sum(j.queue == "b" for j in jobs) > sum(j.queue == "a" for j in jobs)
+
+
+def test_clusters_come_from_yaml_dumps_trace_csvs_and_synthetic_specs(tmp_path: Path) -> None:
+    assert [n["metadata"]["name"] for n in load_cluster(str(DEMO_CLUSTER))][:2] == [
+        "gpu-a1",
+        "gpu-a2",
+    ]
+    spot = tmp_path / "node_info_df.csv"
+    spot.write_text("gpu_model,gpu_capacity_num,cpu_num,node_name\nA100,8,96,3\nT4,2,32,4\n")
+    nodes = load_cluster(str(spot))
+    assert nodes[0]["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert nodes[1]["metadata"]["labels"]["nvidia.com/gpu.product"] == "T4"
+    assert len(load_cluster("synthetic:10x4")) == 10
+    with pytest.raises(ClusterError, match="not a node list"):
+        (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+        load_cluster(str(tmp_path / "x.csv"))
+    with pytest.raises(ClusterError, match="no such file"):
+        load_cluster(str(tmp_path / "absent.yaml"))
+
+
+def test_trace_pod_lists_replay_in_their_own_time(tmp_path: Path) -> None:
+    pods = tmp_path / "pods.csv"
+    pods.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+        "deletion_time,scheduled_time\n"
+        "p1,1000,1024,0,500,,LS,Running,100,4000,200\n"
+        "p2,2000,2048,2,1000,,LS,Running,50,1050,60\n"
+    )
+    jobs = from_trace(pods, ["q"])
+    assert [(j.arrival, j.gpus, j.duration, j.queue) for j in jobs] == [
+        (0.0, 2, 990.0, "q"),
+        (50.0, 1, 3800.0, "q"),  # a share of one GPU asks for a whole one
+    ]
+
+
+def test_the_command_writes_a_summary_json_and_html_and_compares_variants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "simulate",
+            "--cluster",
+            "synthetic:8x8",
+            "--jobs",
+            "80",
+            "--hours",
+            "4",
+            "--quiet",
+            "--out",
+            str(tmp_path),
+            "--compare",
+            "label=today",
+            "nodes=+8,label=+8 nodes",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "today" in out and "+8 nodes" in out and "kube-scheduler alone" in out
+    assert "+8 nodes (against today):" in out
+    runs = json.loads((tmp_path / "report.json").read_text())["runs"]
+    assert [r["label"] for r in runs] == ["today", "+8 nodes", "kube-scheduler alone"]
+    assert runs[1]["gpus"] == 128 and runs[0]["gpus"] == 64
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("data:image/png;base64,") >= 5
+
+
+def test_bad_arguments_get_a_clear_message_and_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", "--cluster", str(tmp_path / "none.yaml"), "--quiet"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["simulate", "--compare", "size=3", "label=b", "--quiet"]) == 2
+    assert "is not label=" in capsys.readouterr().err
