@@ -8,6 +8,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from pathlib import Path
 
 from extender import __version__
 from extender.settings import SettingsError, add_serve_arguments, settings_from_args
@@ -37,10 +38,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_serve_arguments(serve, os.environ)
 
     demo = commands.add_parser(
-        "demo", help="serve on an embedded example cluster and show a call of each verb"
+        "demo",
+        help="gangplank under gunicorn on a simulated cluster, a generated workload driven "
+        "through it over HTTP, a live view and a report (--curl: one call of each verb)",
     )
     demo.add_argument("--port", type=int, default=18888)
-    demo.add_argument("--once", action="store_true", help="exit after showing the calls")
+    demo.add_argument("--once", action="store_true", help="exit at the end instead of serving on")
+    demo.add_argument(
+        "--curl",
+        action="store_true",
+        help="the curl walk-through instead: one call of each verb on the example cluster",
+    )
+    demo.add_argument("--jobs", type=int, default=30, help="jobs in the live demo")
+    demo.add_argument(
+        "--seconds", type=float, default=25.0, help="seconds over which the jobs arrive"
+    )
+    demo.add_argument("--out", default="demo-report", help="directory for the report")
 
     simulate = commands.add_parser(
         "simulate",
@@ -97,9 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return simulate_main(args)
     if args.command == "demo":
-        from extender.demo import run_demo
+        if args.curl:
+            from extender.demo import run_demo
 
-        return run_demo(port=args.port, once=args.once)
+            return run_demo(port=args.port, once=args.once)
+        from extender.sim.live import run_live_demo
+
+        return run_live_demo(args.port, args.once, args.jobs, args.seconds, Path(args.out))
     return _probe(f"{args.url.rstrip('/')}/{args.endpoint}")
 
 

@@ -77,7 +77,7 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], timeout: float = 30
     return False
 
 
-def _show_queues(url: str) -> int:
+def show_queues(url: str) -> int:
     """Print one line per queue from GET /queues; 1 when it did not answer."""
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -139,7 +139,7 @@ def run_demo(port: int = 18888, once: bool = False) -> int:
                 text = json.dumps(json.loads(text))
             print(f"  -> HTTP {status} {text[:600]}\n")
         print(f"# the queues: use, guarantee, max, borrowing, waiting jobs\ncurl -s {base}/queues")
-        failures += _show_queues(f"{base}/queues")
+        failures += show_queues(f"{base}/queues")
         print(f"curl -s {base}/readyz; curl -s {base}/metrics | grep gangplank_\n")
         if once:
             return 1 if failures else 0

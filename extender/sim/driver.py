@@ -162,6 +162,9 @@ class Options:
     sample_seconds: float = 300.0
     until: float | None = None  # stop here (default: when the last job ended or nothing moves)
     seed: int = 1
+    stall_seconds: float = (
+        STALL_SECONDS  # after the last arrival, stop once nothing moved this long
+    )
 
 
 class Driver:
@@ -243,7 +246,8 @@ class Driver:
                     break
                 if t > last_arrival and not self.live:
                     break  # every job has ended
-                if t > last_arrival + STALL_SECONDS and t > self._last_change + STALL_SECONDS:
+                stall = self.options.stall_seconds
+                if t > last_arrival + stall and t > self._last_change + stall:
                     break  # nothing runs and nothing has moved for an hour: it never will
                 self.clock.wait_until(t)
                 self._account(t)

@@ -79,6 +79,7 @@ class Mix:
     priorities: Mapping[str, int] = field(default_factory=dict)  # by queue
     shapes: Sequence[Shape] = DEFAULT_SHAPES
     sigma: float = 1.0  # spread of the lognormal durations
+    min_duration: float = 60.0
 
 
 def generate(mix: Mix, cluster_gpus: int) -> list[JobSpec]:
@@ -97,7 +98,9 @@ def generate(mix: Mix, cluster_gpus: int) -> list[JobSpec]:
     jobs = []
     for i, (shape, when) in enumerate(zip(picked, times, strict=True)):
         queue = rng.choices(queues, queue_weights)[0] if queues else ""
-        duration = max(60.0, min(rng.lognormvariate(math.log(median), mix.sigma), horizon))
+        duration = max(
+            mix.min_duration, min(rng.lognormvariate(math.log(median), mix.sigma), horizon)
+        )
         jobs.append(
             JobSpec(
                 name=f"job-{i:06d}",

@@ -1,0 +1,414 @@
+"""A small fake Kubernetes API server over real HTTP, for tests that need one.
+
+It speaks what gangplank uses: paged lists, watches with resourceVersion and bookmarks, 410 Gone
+when history is compacted, and pods/binding. Faults are injected on purpose: a watch stream can be
+dropped mid-chunk, slowed down, stalled, or answered with 410 (as an HTTP status or as an ERROR
+event). Every request is recorded so tests can check what the client asked for.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+KIND_PATHS = {
+    "/api/v1/nodes": "nodes",
+    "/api/v1/pods": "pods",
+    "/api/v1/namespaces": "namespaces",
+    "/apis/scheduling.k8s.io/v1/priorityclasses": "priorityclasses",
+    "/apis/batch/v1/jobs": "jobs",
+    "/apis/scheduling.volcano.sh/v1beta1/podgroups": "volcano-podgroups",
+    "/apis/scheduling.x-k8s.io/v1alpha1/podgroups": "coscheduling-podgroups",
+    "/apis/scheduling.k8s.io/v1alpha2/podgroups": "native-podgroups",
+}
+LIST_KINDS = {
+    "nodes": ("v1", "NodeList"),
+    "pods": ("v1", "PodList"),
+    "namespaces": ("v1", "NamespaceList"),
+    "priorityclasses": ("scheduling.k8s.io/v1", "PriorityClassList"),
+    "jobs": ("batch/v1", "JobList"),
+    "volcano-podgroups": ("scheduling.volcano.sh/v1beta1", "PodGroupList"),
+    "coscheduling-podgroups": ("scheduling.x-k8s.io/v1alpha1", "PodGroupList"),
+    "native-podgroups": ("scheduling.k8s.io/v1alpha2", "PodGroupList"),
+}
+
+
+@dataclass
+class WatchFaults:
+    """What the next watch calls of a kind do wrong."""
+
+    gone_status: int = 0  # answer this many watch calls with HTTP 410
+    gone_event: int = 0  # answer this many watch calls with an ERROR 410 event
+    drop_after: int | None = None  # cut the open (or next) stream after this many more events
+    delay: float = 0.0  # sleep before each event
+    stall: bool = False  # send nothing at all until the client gives up
+
+
+@dataclass
+class Event:
+    rv: int
+    type: str
+    obj: dict[str, Any]
+
+
+@dataclass
+class State:
+    objects: dict[str, dict[str, dict[str, Any]]] = field(
+        default_factory=lambda: {kind: {} for kind in LIST_KINDS}
+    )
+    events: dict[str, list[Event]] = field(default_factory=lambda: {k: [] for k in LIST_KINDS})
+    compacted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LIST_KINDS, 0))
+    faults: dict[str, WatchFaults] = field(
+        default_factory=lambda: {kind: WatchFaults() for kind in LIST_KINDS}
+    )
+    rv: int = 100
+    requests: list[tuple[str, str, dict[str, list[str]]]] = field(default_factory=list)
+    bindings: list[dict[str, Any]] = field(default_factory=list)
+    patches: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    absent: set[str] = field(default_factory=set)  # kinds whose CRD is not installed
+    leases: dict[str, str] = field(default_factory=dict)  # "ns/name" -> holderIdentity
+    bind_error: tuple[int, str] | None = None
+    # PodDisruptionBudgets: (namespace, label selector); a matching pod may not be evicted.
+    budgets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    evictions: list[tuple[str, str, bool]] = field(default_factory=list)  # ns, name, dry run
+    posted_events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hanging up (as the reflector does on purpose) are not errors here."""
+
+
+class FakeApiServer:
+    """Start with `with FakeApiServer() as api:`; `api.url` is the base URL."""
+
+    def __init__(self) -> None:
+        self.state = State()
+        self.cond = threading.Condition()
+        self._server = _QuietServer(("127.0.0.1", 0), _make_handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.closing = False
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> FakeApiServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.closing = True
+        with self.cond:
+            self.cond.notify_all()
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ---- changing the cluster ------------------------------------------------------------------
+    def put(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create or update an object (ADDED or MODIFIED event)."""
+        with self.cond:
+            obj = copy.deepcopy(obj)
+            self.state.rv += 1
+            meta = obj.setdefault("metadata", {})
+            meta["resourceVersion"] = str(self.state.rv)
+            meta.setdefault("uid", str(uuid.uuid4()))
+            key = _key(obj)
+            event_type = "MODIFIED" if key in self.state.objects[kind] else "ADDED"
+            self.state.objects[kind][key] = obj
+            self.state.events[kind].append(Event(self.state.rv, event_type, copy.deepcopy(obj)))
+            self.cond.notify_all()
+            return obj
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        with self.cond:
+            obj = self.state.objects[kind].pop(f"{namespace}/{name}")
+            self.state.rv += 1
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = str(self.state.rv)
+            self.state.events[kind].append(Event(self.state.rv, "DELETED", obj))
+            self.cond.notify_all()
+
+    def bookmark(self, kind: str) -> int:
+        """Advance the resourceVersion and send a BOOKMARK on open watches of `kind`."""
+        with self.cond:
+            self.state.rv += 1
+            obj = {"kind": "Bookmark", "metadata": {"resourceVersion": str(self.state.rv)}}
+            self.state.events[kind].append(Event(self.state.rv, "BOOKMARK", obj))
+            self.cond.notify_all()
+            return self.state.rv
+
+    def compact(self, kind: str) -> None:
+        """Forget the history of `kind`: a watch from any older resourceVersion gets 410."""
+        with self.cond:
+            self.state.compacted[kind] = self.state.rv
+            self.state.events[kind] = []
+
+    def faults(self, kind: str) -> WatchFaults:
+        return self.state.faults[kind]
+
+    def watch_calls(self, kind: str) -> list[dict[str, list[str]]]:
+        path = next(p for p, k in KIND_PATHS.items() if k == kind)
+        return [q for m, p, q in self.state.requests if p == path and q.get("watch") == ["true"]]
+
+    def list_calls(self, kind: str) -> list[dict[str, list[str]]]:
+        path = next(p for p, k in KIND_PATHS.items() if k == kind)
+        return [q for m, p, q in self.state.requests if p == path and q.get("watch") != ["true"]]
+
+
+def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _json(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _status(self, code: int, reason: str, message: str) -> None:
+            self._json(
+                code,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "message": message,
+                    "reason": reason,
+                    "code": code,
+                },
+            )
+
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            query = parse_qs(url.query)
+            with api.cond:
+                api.state.requests.append(("GET", url.path, query))
+            parts = url.path.strip("/").split("/")
+            if parts[:3] == ["apis", "coordination.k8s.io", "v1"] and len(parts) == 7:
+                holder = api.state.leases.get(f"{parts[4]}/{parts[6]}")
+                if holder is None:
+                    self._status(404, "NotFound", f'leases "{parts[6]}" not found')
+                else:
+                    self._json(
+                        200,
+                        {
+                            "apiVersion": "coordination.k8s.io/v1",
+                            "kind": "Lease",
+                            "metadata": {"name": parts[6], "namespace": parts[4]},
+                            "spec": {"holderIdentity": holder},
+                        },
+                    )
+                return
+            kind = KIND_PATHS.get(url.path)
+            if kind is None or kind in api.state.absent:
+                self._status(404, "NotFound", f"no route {url.path}")
+            elif query.get("watch") == ["true"]:
+                self._watch(kind, query)
+            else:
+                self._list(kind, query)
+
+        def _list(self, kind: str, query: dict[str, list[str]]) -> None:
+            with api.cond:
+                items = sorted(api.state.objects[kind].values(), key=_key)
+                rv = api.state.rv
+            limit = int(query.get("limit", ["0"])[0])
+            start = int(query.get("continue", ["0"])[0] or 0)
+            end = start + limit if limit else len(items)
+            meta: dict[str, Any] = {"resourceVersion": str(rv)}
+            if end < len(items):
+                meta["continue"] = str(end)
+            api_version, list_kind = LIST_KINDS[kind]
+            self._json(
+                200,
+                {
+                    "apiVersion": api_version,
+                    "kind": list_kind,
+                    "metadata": meta,
+                    "items": items[start:end],
+                },
+            )
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _watch(self, kind: str, query: dict[str, list[str]]) -> None:
+            faults = api.state.faults[kind]
+            since = int(query.get("resourceVersion", ["0"])[0] or 0)
+            timeout = float(query.get("timeoutSeconds", ["30"])[0])
+            with api.cond:
+                if faults.gone_status > 0:
+                    faults.gone_status -= 1
+                    gone = True
+                else:
+                    gone = since < api.state.compacted[kind]
+            if gone:
+                self._status(410, "Expired", f"too old resource version: {since}")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            if faults.gone_event > 0:
+                faults.gone_event -= 1
+                status = {
+                    "kind": "Status",
+                    "code": 410,
+                    "reason": "Expired",
+                    "message": f"too old resource version: {since}",
+                }
+                self._chunk(json.dumps({"type": "ERROR", "object": status}).encode() + b"\n")
+                self._chunk(b"")
+                return
+            deadline = time.monotonic() + timeout
+            try:
+                while not api.closing:
+                    with api.cond:
+                        pending = [e for e in api.state.events[kind] if e.rv > since]
+                        if not pending or faults.stall:
+                            remaining = deadline - time.monotonic()
+                            if remaining <= 0:
+                                break
+                            api.cond.wait(min(remaining, 0.2))
+                            continue
+                    for event in pending:
+                        if faults.drop_after == 0:
+                            faults.drop_after = None
+                            # Cut the stream in the middle of a chunk, as a dying proxy would.
+                            self.wfile.write(b'7f\r\n{"type":')
+                            self.wfile.flush()
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                            return
+                        if faults.delay:
+                            time.sleep(faults.delay)
+                        line = json.dumps({"type": event.type, "object": event.obj}).encode()
+                        self._chunk(line + b"\n")
+                        since = event.rv
+                        if faults.drop_after is not None:
+                            faults.drop_after -= 1
+                self._chunk(b"")
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                return
+
+        def do_PATCH(self) -> None:
+            url = urlparse(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            parts = url.path.strip("/").split("/")
+            with api.cond:
+                api.state.requests.append(("PATCH", url.path, {}))
+                pod = None
+                if len(parts) == 6 and parts[4] == "pods":
+                    pod = api.state.objects["pods"].get(f"{parts[3]}/{parts[5]}")
+                if pod is None:
+                    self._status(404, "NotFound", f"no pod at {url.path}")
+                    return
+                api.state.patches.append((parts[3], parts[5], body))
+                pod = copy.deepcopy(pod)
+                annotations = body.get("metadata", {}).get("annotations", {})
+                pod["metadata"].setdefault("annotations", {}).update(annotations)
+            api.put("pods", pod)
+            self._json(200, pod)
+
+        def do_POST(self) -> None:
+            url = urlparse(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            with api.cond:
+                api.state.requests.append(("POST", url.path, {}))
+            parts = url.path.strip("/").split("/")
+            # api/v1/namespaces/{ns}/pods/{name}/binding
+            if len(parts) == 7 and parts[4] == "pods" and parts[6] == "binding":
+                self._bind(parts[3], parts[5], body)
+            elif len(parts) == 7 and parts[4] == "pods" and parts[6] == "eviction":
+                dry = parse_qs(url.query).get("dryRun") == ["All"]
+                self._evict(parts[3], parts[5], body, dry)
+            elif len(parts) == 5 and parts[4] == "events":
+                with api.cond:
+                    api.state.posted_events.append(body)
+                self._json(201, body)
+            else:
+                self._status(404, "NotFound", f"no route {url.path}")
+
+        def _evict(self, namespace: str, name: str, body: dict[str, Any], dry: bool) -> None:
+            with api.cond:
+                api.state.evictions.append((namespace, name, dry))
+                pod = api.state.objects["pods"].get(f"{namespace}/{name}")
+                if pod is None:
+                    self._status(404, "NotFound", f'pods "{name}" not found')
+                    return
+                uid = ((body.get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
+                if uid and uid != pod["metadata"]["uid"]:
+                    self._status(409, "Conflict", f"precondition UID {uid} does not match")
+                    return
+                labels = pod["metadata"].get("labels") or {}
+                for ns, selector in api.state.budgets:
+                    if ns == namespace and all(labels.get(k) == v for k, v in selector.items()):
+                        self._status(
+                            429,
+                            "TooManyRequests",
+                            "Cannot evict pod as it would violate the pod's disruption budget.",
+                        )
+                        return
+            if not dry:
+                api.delete("pods", namespace, name)  # no kubelets here: gone at once
+            self._json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+
+        def _bind(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+            with api.cond:
+                api.state.bindings.append(body)
+                if api.state.bind_error is not None:
+                    code, message = api.state.bind_error
+                    self._status(code, "Error", message)
+                    return
+                pod = api.state.objects["pods"].get(f"{namespace}/{name}")
+                if pod is None:
+                    self._status(404, "NotFound", f'pods "{name}" not found')
+                    return
+                uid = (body.get("metadata") or {}).get("uid")
+                if uid and uid != pod["metadata"]["uid"]:
+                    self._status(
+                        409,
+                        "Conflict",
+                        f"Operation cannot be fulfilled on pods/binding "
+                        f'"{name}": precondition UID {uid} does not match',
+                    )
+                    return
+                if pod["spec"].get("nodeName"):
+                    self._status(
+                        409,
+                        "Conflict",
+                        f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"',
+                    )
+                    return
+                pod = copy.deepcopy(pod)
+                pod["spec"]["nodeName"] = body["target"]["name"]
+            api.put("pods", pod)
+            self._json(
+                201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
+            )
+
+    return Handler

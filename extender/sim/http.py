@@ -1,0 +1,211 @@
+"""gangplank over HTTP for the demo: `gangplank serve` under gunicorn, watching a fake API server
+on loopback that holds the simulated cluster. The driver creates and deletes pods in that API
+server and calls the verbs with kube-scheduler's wire format (`NodeNames`: nodeCacheCapable);
+gangplank binds, nudges and evicts through the API server, as in a cluster."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from extender.kicker import RETRY_ANNOTATION
+from extender.sim.apiserver import FakeApiServer
+from extender.sim.driver import Filtered, SimPod, Tick
+
+
+def kubeconfig(url: str, directory: Path) -> Path:
+    path = directory / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "sim", "cluster": {"server": url}}],
+                "users": [{"name": "sim", "user": {}}],
+                "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim"}}],
+                "current-context": "sim",
+            }
+        )
+    )
+    return path
+
+
+class HttpExtender:
+    name = "gangplank (HTTP)"
+
+    def __init__(self, port: int, policy: Path | None, log_level: str = "warning") -> None:
+        self.port = port
+        self.policy = policy
+        self.log_level = log_level
+        self.api = FakeApiServer()
+        self.process: subprocess.Popen[bytes] | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="gangplank-demo-")
+        self._seen = 0
+        self._ours: set[str] = set()  # uids the driver deleted itself
+        self._pending: set[str] = set()
+        self._connection: http.client.HTTPConnection | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        config = kubeconfig(self.api.url, Path(self._tmp.name))
+        command = [
+            sys.executable,
+            "-m",
+            "extender",
+            "serve",
+            "--kubeconfig",
+            str(config),
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--log-level",
+            self.log_level,
+        ]
+        if self.policy is not None:
+            command += ["--policy", str(self.policy)]
+        return command
+
+    def start(self, nodes: Sequence[dict[str, Any]]) -> None:
+        self.api.__enter__()
+        for node in nodes:
+            self.api.put("nodes", node)
+        self.process = subprocess.Popen(self.command())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gangplank serve exited with {self.process.returncode}")
+            try:
+                if self._call("GET", "/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"gangplank did not become ready on {self.base}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.api.__exit__()
+        self._tmp.cleanup()
+
+    # ---- HTTP ----------------------------------
+    def _call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        for attempt in (0, 1):
+            if self._connection is None:
+                self._connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            try:
+                data = None if body is None else json.dumps(body)
+                headers = {"Content-Type": "application/json"} if body is not None else {}
+                self._connection.request(method, path, body=data, headers=headers)
+                response = self._connection.getresponse()
+                text = response.read()
+                return response.status, json.loads(text) if text else None
+            except (OSError, http.client.HTTPException):
+                self._connection.close()
+                self._connection = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def get(self, path: str) -> Any:
+        return self._call("GET", path)[1]
+
+    # ---- the cluster ----------------------------------
+    def created(self, pods: Sequence[SimPod], now: float) -> None:
+        for pod in pods:
+            self._pending.add(pod.uid)
+            self.api.put("pods", pod.raw)
+
+    def deleted(self, pods: Sequence[SimPod], now: float) -> None:
+        for pod in pods:
+            self._ours.add(pod.uid)
+            self._pending.discard(pod.uid)
+            with contextlib.suppress(KeyError):  # evicted by gangplank already
+                self.api.delete("pods", pod.info.namespace, pod.info.name)
+
+    # ---- the verbs ----------------------------------
+    def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered:
+        status, answer = self._call(
+            "POST", "/scheduler/filter", {"Pod": pod.raw, "Nodes": None, "NodeNames": names}
+        )
+        if status != 200 or answer.get("Error"):
+            return Filtered([], failed=dict.fromkeys(names, str(answer)))
+        return Filtered(
+            list(answer.get("NodeNames") or []),
+            dict(answer.get("FailedNodes") or {}),
+            dict(answer.get("FailedAndUnresolvableNodes") or {}),
+        )
+
+    def prioritize(self, pod: SimPod, names: list[str], now: float) -> dict[str, int]:
+        status, answer = self._call(
+            "POST", "/scheduler/prioritize", {"Pod": pod.raw, "Nodes": None, "NodeNames": names}
+        )
+        return {e["Host"]: e["Score"] for e in answer} if status == 200 else {}
+
+    def preempt(
+        self, pod: SimPod, candidates: dict[str, list[SimPod]], now: float
+    ) -> dict[str, list[str]]:
+        meta = {
+            node: {"Pods": [{"UID": p.uid} for p in pods], "NumPDBViolations": 0}
+            for node, pods in candidates.items()
+        }
+        status, answer = self._call(
+            "POST",
+            "/scheduler/preempt",
+            {"Pod": pod.raw, "NodeNameToVictims": None, "NodeNameToMetaVictims": meta},
+        )
+        if status != 200:
+            return {}
+        kept = answer.get("NodeNameToMetaVictims") or {}
+        return {n: [p["UID"] for p in (v.get("Pods") or [])] for n, v in kept.items()}
+
+    def bind(self, pod: SimPod, node: str, now: float) -> str:
+        info = pod.info
+        status, answer = self._call(
+            "POST",
+            "/scheduler/bind",
+            {
+                "PodName": info.name,
+                "PodNamespace": info.namespace,
+                "PodUID": info.uid,
+                "Node": node,
+            },
+        )
+        if status != 200:
+            return f"HTTP {status}"
+        error = str((answer or {}).get("Error") or "")
+        if not error:
+            self._pending.discard(pod.uid)
+        return error
+
+    def tick(self, now: float) -> Tick:
+        """What gangplank did through the API server since the last look: pods it nudged
+        (annotation patches) and pods it evicted."""
+        with self.api.cond:
+            events = self.api.state.events["pods"][self._seen :]
+            self._seen += len(events)
+        tick = Tick()
+        for event in events:
+            uid = event.obj["metadata"].get("uid", "")
+            if event.type == "DELETED" and uid not in self._ours:
+                self._ours.add(uid)
+                tick.evicted.append(uid)
+            elif event.type == "MODIFIED" and uid in self._pending:
+                annotations = event.obj["metadata"].get("annotations") or {}
+                if RETRY_ANNOTATION in annotations:
+                    tick.nudged.append(uid)
+        return tick
