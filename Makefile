@@ -46,6 +46,7 @@ test: prometheus lint types unit
 
 bench: install
 	$(BIN)/python -m loadtest.bench $(BENCH_ARGS)
+	$(BIN)/python -m loadtest.http_suite --write docs/benchmarks.md $(SUITE_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

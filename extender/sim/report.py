@@ -7,6 +7,8 @@ import base64
 import html
 import io
 import json
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,7 @@ def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[st
         "preemptions": driver.preemptions,
         "evicted_by_gangplank": driver.evictions_by_extender,
         "gpu_hours_lost": round(sum(r.gpu_seconds_lost for r in driver.records) / HOUR, 1),
+        "never_started_reasons": _reasons(driver),
         "scheduling_cycles": driver.cycles,
         "extender_calls": dict(driver.extender_calls),
         "queues": per_queue,
@@ -105,6 +108,17 @@ def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[st
             },
         },
     }
+
+
+def _reasons(driver: Driver, top: int = 5) -> list[list[Any]]:
+    """The commonest last reasons of jobs that never started (job names and amounts blurred
+    into one), with how many jobs gave each."""
+    counts: Counter[str] = Counter()
+    for record in driver.records:
+        if record.started is None and record.spec.arrival <= driver.now:
+            reason = driver.reasons.get(record.spec.name, "no node had room")
+            counts[re.sub(r"\d+", "N", reason)] += 1
+    return [[reason, n] for reason, n in counts.most_common(top)]
 
 
 def _fmt(value: Any) -> str:
@@ -155,6 +169,13 @@ def summary(runs: Sequence[Mapping[str, Any]]) -> str:
     rows += [[text, *(_fmt(r[key]) for r in runs)] for key, text in SUMMARY_ROWS]
     rows.append(["wall time (s)", *(_fmt(r["wall_seconds"]) for r in runs)])
     out.append(table(rows))
+    why = [
+        f"{run['label']}: {count} never started: {reason[:200]}"
+        for run in runs
+        for reason, count in run.get("never_started_reasons", [])
+    ]
+    if why:
+        out.append("\n".join(why))
     queues = sorted({q for r in runs for q in r["queues"]})
     if len(queues) > 1 or queues != ["(none)"]:
         rows = [["queue", *(f"{r['label']}: p50/p95 wait (h), share/weight" for r in runs)]]

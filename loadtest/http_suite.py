@@ -1,0 +1,290 @@
+"""The HTTP load-test suite: the real `gangplank serve` (gunicorn, one worker) with 500, 5,000 and
+15,000 nodes in its cache (and 10 pods a node, spread over 24 queues of a policy), driven over
+HTTP by several concurrent connections with kube-scheduler's request bodies (the fixture's pod,
+pass-through: no queue, no gang), in both `nodeCacheCapable` modes. Per verb: throughput, p50 /
+p99 / p99.9; the worker's CPU per filter+prioritize pair and its memory before and after; and the
+same calls to a bare Flask pass-through under the same gunicorn settings, side by side.
+
+    python -m loadtest.http_suite [--traces PATH] [--sizes 500,5000,15000] [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from loadtest.bench import FIXTURE_POD, rss_mib
+from loadtest.cluster import DEFAULT_TRACES, build, traces_present
+from loadtest.live import free_port
+from loadtest.queues import policy_document, spread
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _worker(pid: int) -> int:
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return int(children.stdout.split()[0])
+
+
+@contextlib.contextmanager
+def serving(command: list[str], port: int) -> Iterator[int]:
+    """Start a server; yield its gunicorn worker's pid once /readyz answers."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"{command[:4]} exited with {process.returncode}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        yield _worker(process.pid)
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def bodies(nodes: list[dict[str, Any]]) -> dict[str, bytes]:
+    pod = json.loads(FIXTURE_POD.read_text())["Pod"]
+    names = [n["metadata"]["name"] for n in nodes]
+    return {
+        "NodeNames": orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}),
+        "Nodes": orjson.dumps({"Pod": pod, "Nodes": {"items": nodes}, "NodeNames": None}),
+    }
+
+
+def drive(port: int, body: bytes, seconds: float, connections: int) -> dict[str, list[float]]:
+    """`connections` threads each sending filter then prioritize, for `seconds`."""
+    samples: dict[str, list[float]] = {"filter": [], "prioritize": []}
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def loop() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        mine: dict[str, list[float]] = {"filter": [], "prioritize": []}
+        while time.monotonic() < stop:
+            for verb in ("filter", "prioritize"):
+                started = time.perf_counter()
+                connection.request(
+                    "POST",
+                    f"/scheduler/{verb}",
+                    body=body,
+                    headers={"Content-Type": "application/json"},
+                )
+                response = connection.getresponse()
+                response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"{verb}: HTTP {response.status}")
+                mine[verb].append(time.perf_counter() - started)
+        with lock:
+            for verb, values in mine.items():
+                samples[verb] += values
+
+    threads = [threading.Thread(target=loop) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return samples
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3
+
+
+def measure(port: int, pid: int, body: bytes, seconds: float, connections: int) -> dict[str, Any]:
+    drive(port, body, min(2.0, seconds), connections)  # warm up
+    cpu = cpu_seconds(pid)
+    wall = time.perf_counter()
+    samples = drive(port, body, seconds, connections)
+    wall = time.perf_counter() - wall
+    cpu = cpu_seconds(pid) - cpu
+    pairs = min(len(samples["filter"]), len(samples["prioritize"]))
+    return {
+        "pairs_per_s": pairs / wall,
+        "cpu_ms_per_pair": cpu / max(pairs, 1) * 1e3,
+        "verbs": {
+            verb: {
+                "calls": len(values),
+                "p50": statistics.median(values) * 1e3,
+                "p99": quantile(values, 0.99),
+                "p999": quantile(values, 0.999),
+            }
+            for verb, values in samples.items()
+        },
+    }
+
+
+def run_size(
+    size: int, traces: Path | None, seconds: float, connections: int, workdir: Path
+) -> list[str]:
+    nodes, pods = build(size, size * 10, traces)
+    pods = spread(pods)
+    cluster = workdir / f"cluster-{size}.json"
+    cluster.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": nodes + pods}))
+    policy = workdir / "policy.yaml"
+    policy.write_text(yaml.safe_dump(policy_document()))
+    port = free_port()
+    gangplank = [
+        sys.executable,
+        "-m",
+        "extender",
+        "serve",
+        "--cluster-file",
+        str(cluster),
+        "--policy",
+        str(policy),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "error",
+    ]
+    bare_port = free_port()
+    bare = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--workers",
+        "1",
+        "--threads",
+        "4",
+        "--bind",
+        f"127.0.0.1:{bare_port}",
+        "--log-level",
+        "error",
+        "loadtest.bare_app:app",
+    ]
+    calls = bodies(nodes)
+    rows = []
+    results: dict[str, dict[str, Any]] = {}
+    with serving(gangplank, port) as pid:
+        rss_before = rss_mib(pid)
+        for mode, body in calls.items():
+            if mode == "Nodes" and size > 5000:
+                continue  # 15,000 full Node objects a call: what nodeCacheCapable avoids
+            results[f"gangplank {mode}"] = measure(port, pid, body, seconds, connections)
+        rss_after = rss_mib(pid)
+    with serving(bare, bare_port) as pid:
+        results["bare NodeNames"] = measure(
+            bare_port, pid, calls["NodeNames"], seconds, connections
+        )
+    for label, r in results.items():
+        for verb, v in r["verbs"].items():
+            rows.append(
+                f"| {size:,} | {label} | {verb} | {v['calls']:,} | {v['p50']:.2f} | "
+                f"{v['p99']:.2f} | {v['p999']:.2f} | {r['pairs_per_s']:,.0f} | "
+                f"{r['cpu_ms_per_pair']:.2f} |"
+            )
+    ratio = (
+        results["gangplank NodeNames"]["cpu_ms_per_pair"]
+        / results["bare NodeNames"]["cpu_ms_per_pair"]
+    )
+    rows.append(
+        f"| {size:,} | gangplank / bare, CPU per pair (NodeNames) | | | | | | | {ratio:.2f}x |"
+    )
+    rows.append(
+        f"| {size:,} | gangplank worker RSS before / after | | | | | | | "
+        f"{rss_before:.0f} / {rss_after:.0f} MiB |"
+    )
+    return rows
+
+
+HEADER = (
+    "| nodes | server, mode | verb | calls | p50 ms | p99 ms | p99.9 ms | pairs/s | "
+    "CPU ms/pair |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="loadtest.http_suite",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--sizes", default="500,5000,15000")
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--write", type=Path, help="write the figures into this markdown file")
+    args = parser.parse_args(argv)
+    traces: Path | None = args.traces
+    if traces is None or not traces_present(traces):
+        print(f"traces not found in {args.traces}: using a synthetic cluster of the same sizes")
+        traces = None
+    rows = [HEADER]
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            rows += run_size(size, traces, args.seconds, args.connections, Path(tmp))
+            print("\n".join(rows), flush=True)
+    if args.write is not None:
+        write(args.write, rows, args, traces is not None)
+    return 0
+
+
+def machine() -> str:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown CPU",
+    )
+    memory = Path("/proc/meminfo").read_text().split()[1]
+    return (
+        f"{os.cpu_count()} cores ({model}), {int(memory) // 1024 // 1024} GiB, "
+        f"Python {sys.version.split()[0]}"
+    )
+
+
+def write(path: Path, rows: list[str], args: argparse.Namespace, traces: bool) -> None:
+    """Replace the suite's section of `path` (between its markers), keeping the rest."""
+    begin, end = "<!-- http-suite:begin -->", "<!-- http-suite:end -->"
+    section = "\n".join(
+        [
+            begin,
+            f"Measured {time.strftime('%Y-%m-%d')} on {machine()}, client and server on the same "
+            f"machine, {args.connections} connections, {args.seconds:.0f} s per row, "
+            f"{'the trace cluster' if traces else 'a synthetic cluster'} with 10 pods a node over "
+            "24 queues:",
+            "",
+            "    python -m loadtest.http_suite --write docs/benchmarks.md   # (make bench runs it)",
+            "",
+            *rows,
+            end,
+        ]
+    )
+    text = path.read_text() if path.exists() else f"# Benchmarks\n\n{begin}\n{end}\n"
+    if begin not in text:
+        text += f"\n{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    path.write_text(head + section + tail)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
