@@ -324,9 +324,10 @@ def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch
     """kube-scheduler retries every parked member on every pod created: until capacity changes
     the answer is the same, and it is given without planning again (tens of ms at 5,000 nodes)."""
     import extender.core.gang_scheduler as gang_scheduler
+    from extender.core import domains
 
     plans = []
-    real = gang_scheduler.plan_in_topology
+    real = domains.plan_in_topology
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         plans.append(1)
