@@ -206,7 +206,6 @@ class Driver:
         self.pending: dict[str, SimPod] = {}
         self.live: dict[str, SimPod] = {}  # every pod of a run not gone, by uid
         self.parked: dict[str, SimPod] = {}
-        self._version = 0
         self._fit_cache: dict[Any, list[str]] = {}
         self._bound_priorities: Counter[int] = Counter()
         # figures
@@ -463,7 +462,6 @@ class Driver:
         return out
 
     def _changed(self) -> None:
-        self._version += 1
         self._fit_cache.clear()
 
     def _move(self, name: str, pod: SimPod, sign: int) -> None:

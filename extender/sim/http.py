@@ -121,9 +121,6 @@ class HttpExtender:
                     raise
         raise AssertionError("unreachable")
 
-    def get(self, path: str) -> Any:
-        return self._call("GET", path)[1]
-
     # ---- the cluster ----------------------------------
     def created(self, pods: Sequence[SimPod], now: float) -> None:
         for pod in pods:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.core.policy import Policy
-from extender.sim.driver import Driver
+from extender.sim.driver import Driver, JobRecord
 
 HOUR = 3600.0
 
@@ -28,6 +28,23 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 
 def _hours(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds / HOUR, 3)
+
+
+def _job_figures(records: Sequence[JobRecord], end: float) -> dict[str, Any]:
+    """Counts, waits and gang time-to-start of `records` (jobs that arrived by `end`)."""
+    waits = [(r.started if r.started is not None else end) - r.spec.arrival for r in records]
+    gangs = [
+        r.started - r.spec.arrival for r in records if r.spec.members > 1 and r.started is not None
+    ]
+    return {
+        "jobs": len(records),
+        "started": sum(1 for r in records if r.started is not None),
+        "never_started": sum(1 for r in records if r.started is None),
+        "wait_p50_h": _hours(_percentile(waits, 0.5)),
+        "wait_p95_h": _hours(_percentile(waits, 0.95)),
+        "gang_start_p50_h": _hours(_percentile(gangs, 0.5)),
+        "gang_start_p95_h": _hours(_percentile(gangs, 0.95)),
+    }
 
 
 def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[str, Any]:
@@ -44,30 +61,14 @@ def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[st
     per_queue: dict[str, Any] = {}
     for queue in queues:
         records = [r for r in driver.records if r.spec.queue == queue and r.spec.arrival <= end]
-        waits = [(r.started if r.started is not None else end) - r.spec.arrival for r in records]
-        gangs = [
-            r.started - r.spec.arrival
-            for r in records
-            if r.spec.members > 1 and r.started is not None
-        ]
         per_queue[queue or "(none)"] = {
-            "jobs": len(records),
-            "started": sum(1 for r in records if r.started is not None),
-            "never_started": sum(1 for r in records if r.started is None),
-            "wait_p50_h": _hours(_percentile(waits, 0.5)),
-            "wait_p95_h": _hours(_percentile(waits, 0.95)),
-            "gang_start_p50_h": _hours(_percentile(gangs, 0.5)),
-            "gang_start_p95_h": _hours(_percentile(gangs, 0.95)),
+            **_job_figures(records, end),
             "gpu_hours": round(driver.queue_gpu_seconds.get(queue, 0.0) / HOUR, 1),
             "share": round(driver.queue_gpu_seconds.get(queue, 0.0) / total_gpu_seconds, 3),
             "weight_share": round(weights[queue] / total_weight, 3),
             "preempted": sum(r.preempted for r in records),
         }
     arrived = [r for r in driver.records if r.spec.arrival <= end]
-    all_waits = [(r.started if r.started is not None else end) - r.spec.arrival for r in arrived]
-    gang_waits = [
-        r.started - r.spec.arrival for r in arrived if r.spec.members > 1 and r.started is not None
-    ]
     capacity = driver.capacity_gpus * end or 1.0
     return {
         "label": label,
@@ -76,13 +77,7 @@ def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[st
         "gpus": driver.capacity_gpus,
         "simulated_hours": round(end / HOUR, 2),
         "wall_seconds": round(driver.wall_seconds, 1),
-        "jobs": len(arrived),
-        "started": sum(1 for r in arrived if r.started is not None),
-        "never_started": sum(1 for r in arrived if r.started is None),
-        "wait_p50_h": _hours(_percentile(all_waits, 0.5)),
-        "wait_p95_h": _hours(_percentile(all_waits, 0.95)),
-        "gang_start_p50_h": _hours(_percentile(gang_waits, 0.5)),
-        "gang_start_p95_h": _hours(_percentile(gang_waits, 0.95)),
+        **_job_figures(arrived, end),
         "utilisation": round(driver.gpu_seconds / capacity, 3),
         "useful_utilisation": round(
             (driver.gpu_seconds - driver.incomplete_gpu_seconds) / capacity, 3
