@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from extender.core.gang import gang_of
 from extender.core.model import (
     AffinityTerm,
@@ -216,7 +218,8 @@ def _affinity(spec: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
     )
 
 
-def _restarts(status: Mapping[str, Any]) -> int:
+def pod_restarts(status: Mapping[str, Any]) -> int:
+    """Container restarts, summed over `status.containerStatuses`."""
     statuses = status.get("containerStatuses")
     if not isinstance(statuses, list):
         return 0
@@ -226,6 +229,51 @@ def _restarts(status: Mapping[str, Any]) -> int:
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             total += count
     return total
+
+
+# What a pod's spec (but its nodeName) converts to: requests, priority, schedulerName,
+# nodeSelector, tolerations, required node affinity, schedulingGroup's podGroupName.
+_SpecParts = tuple[
+    dict[str, int], int, str, dict[str, str], tuple[Toleration, ...], tuple[AffinityTerm, ...], str
+]
+SPEC_MEMO_SIZE = 4096
+_spec_memo: dict[int, _SpecParts] = {}
+
+
+def _spec_parts(spec: Mapping[str, Any]) -> _SpecParts:
+    """The spec's conversion, remembered by a fingerprint of the spec without its nodeName: the
+    pods of one workload share their spec, and kube-scheduler sends the same pod on every call.
+    (Python's hash of the orjson text: keyed per process, so specs cannot be made to collide.)
+    Plain dict operations keep it safe across threads; it is emptied when full."""
+    try:
+        key = hash(
+            orjson.dumps(
+                {k: v for k, v in spec.items() if k != "nodeName"} if "nodeName" in spec else spec
+            )
+        )
+    except (orjson.JSONEncodeError, TypeError):
+        return _convert_spec(spec)
+    parts = _spec_memo.get(key)
+    if parts is None:
+        parts = _convert_spec(spec)
+        if len(_spec_memo) >= SPEC_MEMO_SIZE:
+            _spec_memo.clear()
+        _spec_memo[key] = parts
+    return parts
+
+
+def _convert_spec(spec: Mapping[str, Any]) -> _SpecParts:
+    group = spec.get("schedulingGroup")
+    pod_group = group.get("podGroupName") if isinstance(group, Mapping) else None
+    return (
+        pod_requests(spec, "Pod.spec"),
+        _int(spec, "priority", "Pod.spec"),
+        _str(spec, "schedulerName", "Pod.spec") or "default-scheduler",
+        _string_map(spec, "nodeSelector", "Pod.spec"),
+        _tolerations(spec),
+        _affinity(spec),
+        pod_group if isinstance(pod_group, str) else "",
+    )
 
 
 def pod_from_api(raw: Any) -> PodInfo:
@@ -241,34 +289,41 @@ def pod_from_api(raw: Any) -> PodInfo:
     labels = _string_map(metadata, "labels", mpath)
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
-    group = spec.get("schedulingGroup")
-    pod_group = group.get("podGroupName") if isinstance(group, Mapping) else None
-    gang = gang_of(
-        labels, annotations, namespace, owner, pod_group if isinstance(pod_group, str) else ""
-    )
+    requests, priority, scheduler, selector, tolerations, affinity, pod_group = _spec_parts(spec)
+    gang = gang_of(labels, annotations, namespace, owner, pod_group)
     return PodInfo(
         uid=_str(metadata, "uid", mpath),
         namespace=namespace,
         name=name,
         node_name=_str(spec, "nodeName", "Pod.spec") or None,
-        phase=_str(status, "phase", "Pod.status") or "Pending",
-        priority=_int(spec, "priority", "Pod.spec"),
-        requests=pod_requests(spec, "Pod.spec"),
+        phase=pod_phase(status),
+        priority=priority,
+        requests=requests,
         labels=labels,
         annotations=annotations,
         owner=owner,
-        scheduler_name=_str(spec, "schedulerName", "Pod.spec") or "default-scheduler",
+        scheduler_name=scheduler,
         created=_timestamp(
             _str(metadata, "creationTimestamp", mpath), f"{mpath}.creationTimestamp"
         ),
-        node_selector=_string_map(spec, "nodeSelector", "Pod.spec"),
-        tolerations=_tolerations(spec),
-        affinity=_affinity(spec),
+        node_selector=selector,
+        tolerations=tolerations,
+        affinity=affinity,
         deleting=metadata.get("deletionTimestamp") is not None,
-        started=_timestamp(_str(status, "startTime", "Pod.status"), "Pod.status.startTime"),
-        restarts=_restarts(status),
+        started=pod_started(status),
+        restarts=pod_restarts(status),
         job=gang or f"pod:{namespace}/{name}",
     )
+
+
+def pod_phase(status: Mapping[str, Any]) -> str:
+    """`status.phase`, Pending when not reported yet."""
+    return _str(status, "phase", "Pod.status") or "Pending"
+
+
+def pod_started(status: Mapping[str, Any]) -> float:
+    """`status.startTime` as a Unix time (0: not started)."""
+    return _timestamp(_str(status, "startTime", "Pod.status"), "Pod.status.startTime")
 
 
 def node_from_api(raw: Any) -> NodeInfo:

@@ -37,6 +37,7 @@ LATENCY_BUCKETS = (
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self._event_counters: dict[tuple[str, str], Counter] = {}
         r = self.registry
         self.requests = Counter(
             "gangplank_requests",
@@ -237,7 +238,13 @@ class Metrics:
         self.relists.labels(kind).inc()
 
     def event(self, kind: str, event_type: str) -> None:
-        self.watch_events.labels(kind, event_type).inc()
+        # Once per watch event: keep each labelled child rather than look it up every time.
+        child = self._event_counters.get((kind, event_type))
+        if child is None:
+            child = self._event_counters[(kind, event_type)] = self.watch_events.labels(
+                kind, event_type
+            )
+        child.inc()
 
     def error(self, kind: str, reason: str) -> None:
         self.watch_errors.labels(kind, reason).inc()

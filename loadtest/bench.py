@@ -31,7 +31,6 @@ from werkzeug.test import EnvironBuilder
 
 from extender.binder import StoreBinder
 from extender.cache.handlers import handlers_for
-from extender.cache.reflector import Reflector
 from extender.cache.store import ClusterStore
 from extender.convert import pod_from_api
 from extender.core.gang_scheduler import GangScheduler
@@ -39,6 +38,7 @@ from extender.metrics import Metrics
 from extender.runtime import Runtime
 from extender.web.app import create_app
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
+from loadtest.watch_events import bench_watch
 
 FIXTURE_POD = (
     Path(__file__).resolve().parent.parent / "tests/data/kube-scheduler/filter.nodenames.json"
@@ -85,39 +85,6 @@ def bench_memory(nodes: int, pods: int, traces: Path | None) -> float:
     tracemalloc.stop()
     del store
     return held / 2**20
-
-
-class _NoHandler:
-    def replace(self, items: Any) -> None:
-        pass
-
-    def apply(self, event_type: str, obj: Any) -> None:
-        pass
-
-
-def bench_watch(store: ClusterStore, pods: list[dict[str, Any]]) -> tuple[float, float]:
-    """Watch events per second: JSON line → parsed → converted → applied (and JSON parse only)."""
-    lines = []
-    for pod in pods:
-        changed = json.loads(json.dumps(pod))
-        changed["metadata"]["resourceVersion"] = str(
-            int(changed["metadata"]["resourceVersion"]) + 1
-        )
-        changed["status"]["phase"] = "Running"
-        lines.append(orjson.dumps({"type": "MODIFIED", "object": changed}).decode())
-    reflector = Reflector("pods", lambda **kw: None, handlers_for(store)["pods"])
-    for line in lines[:2000]:  # warm up (caches, allocator) as a running watch is
-        reflector._handle_line(line)
-    gc.collect()
-    started = time.perf_counter()
-    for line in lines:
-        reflector._handle_line(line)
-    applied = len(lines) / (time.perf_counter() - started)
-    parse_only = Reflector("pods", lambda **kw: None, _NoHandler())
-    started = time.perf_counter()
-    for line in lines:
-        parse_only._handle_line(line)
-    return applied, len(lines) / (time.perf_counter() - started)
 
 
 def wsgi_caller(app: Any, path: str, body: bytes) -> Callable[[], None]:
@@ -366,10 +333,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{load_seconds:.2f} s ({(args.nodes + args.pods) / load_seconds:,.0f} objects/s) |"
     )
 
-    applied, parsed = bench_watch(store, pods[:20000])
+    watch = bench_watch(nodes, pods)
     rows.append(
-        f"| watch events applied (JSON line → cache) | {applied:,.0f} events/s "
-        f"(JSON parsing alone: {parsed:,.0f}/s) |"
+        f"| watch events applied (JSON line → cache), status churn | "
+        f"{watch['status churn']:,.0f} events/s "
+        f"(JSON parsing alone: {watch['JSON parsing alone']:,.0f}/s) |"
+    )
+    rows.append(
+        f"| watch events applied, pod lifecycles (created … deleted) | "
+        f"{watch['pod lifecycles']:,.0f} events/s |"
     )
 
     handlers = handlers_for(store)

@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+from extender.cache.pod_memo import PodMemo
 from extender.cache.store import ClusterStore
 from extender.convert import (
     ConversionError,
     job_from_api,
     namespace_from_api,
     node_from_api,
-    pod_from_api,
     pod_group_from_api,
     priority_class_from_api,
 )
+from extender.core.model import PodInfo
 
 # PodGroup kinds gangplank understands: handler kind -> (source, group, version, plural)
 POD_GROUP_KINDS = {
@@ -69,6 +70,22 @@ class KindHandler(Generic[T]):
             self.upsert(converted)
 
 
+def _pod_handler(store: ClusterStore) -> KindHandler[PodInfo]:
+    """Pods go through a PodMemo: most pod events change nothing gangplank reads."""
+    memo = PodMemo()
+
+    def delete(pod: PodInfo) -> None:
+        memo.forget(pod)
+        store.delete_pod(pod)
+
+    def replace_all(pods: Iterable[PodInfo]) -> None:
+        listed = list(pods)
+        memo.keep_only(listed)
+        store.replace_pods(listed)
+
+    return KindHandler("pods", memo.convert, store.upsert_pod, delete, replace_all)
+
+
 def handlers_for(store: ClusterStore) -> dict[str, KindHandler[Any]]:
     """One handler per watched kind, keyed by the kind's plural name."""
     handlers: dict[str, KindHandler[Any]] = {
@@ -79,9 +96,7 @@ def handlers_for(store: ClusterStore) -> dict[str, KindHandler[Any]]:
             lambda node: store.delete_node(node.name),
             store.replace_nodes,
         ),
-        "pods": KindHandler(
-            "pods", pod_from_api, store.upsert_pod, store.delete_pod, store.replace_pods
-        ),
+        "pods": _pod_handler(store),
         "namespaces": KindHandler(
             "namespaces",
             namespace_from_api,

@@ -19,12 +19,11 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
 from kubernetes.client.exceptions import ApiException
-from kubernetes.watch.watch import iter_resp_lines
 
 log = logging.getLogger("gangplank.watch")
 
@@ -254,18 +253,17 @@ class Reflector:
             raise
         self._response = response
         try:
-            for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+            for line in event_lines(response.stream(amt=None, decode_content=False)):
                 if self._stop.is_set():
                     return
-                if line:
-                    self._handle_line(line)
+                self._handle_line(line)
         finally:
             self._response = None
             # A stream left mid-way must not go back to the pool with unread bytes in it.
             response.close()
             response.release_conn()
 
-    def _handle_line(self, line: str) -> None:
+    def _handle_line(self, line: bytes | str) -> None:
         event = orjson.loads(line)
         event_type = event.get("type")
         obj = event.get("object") or {}
@@ -282,6 +280,30 @@ class Reflector:
         if version:
             self.resource_version = str(version)
         self._backoff.reset()
+
+
+def event_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The watch stream's events, one JSON document a line, as bytes (orjson reads bytes; the
+    client's `iter_resp_lines` decodes each line to str and re-slices its buffer). An event split
+    over chunks is joined; a last line without its newline is a cut stream and is dropped (the
+    watch resumes from the last resourceVersion applied)."""
+    parts: list[bytes] = []
+    for chunk in chunks:
+        if b"\n" not in chunk:
+            if chunk:
+                parts.append(chunk)
+            continue
+        if parts:
+            parts.append(chunk)
+            chunk = b"".join(parts)
+            parts = []
+        lines = chunk.split(b"\n")
+        tail = lines.pop()
+        if tail:
+            parts.append(tail)
+        for line in lines:
+            if line.strip():
+                yield line
 
 
 class WatchError(Exception):

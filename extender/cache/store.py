@@ -128,6 +128,8 @@ class ClusterStore:
     # ---- pods ------------------------------------------
     def upsert_pod(self, pod: PodInfo) -> None:
         with self._lock:
+            if self._pods.get(pod_key(pod)) is pod:
+                return  # the watch brought nothing new (see cache.pod_memo)
             self._put_pod(pod)
 
     def delete_pod(self, pod: PodInfo) -> None:

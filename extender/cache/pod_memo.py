@@ -1,0 +1,135 @@
+"""Convert watched pods without redoing what did not change.
+
+Most pod watch events only change the pod's status (conditions, IPs, container states) or
+metadata gangplank does not read (resourceVersion, managedFields). A pod's spec is nearly
+immutable, and converting it (requests summed over containers, tolerations, affinity, the gang it
+belongs to) is most of the cost of an event. So the last conversion of each pod is kept with a
+fingerprint of the parts it was made from: the spec (but for its nodeName, which binding sets),
+and the metadata gangplank reads (but for deletionTimestamp). When an event brings the same
+fingerprint, only the node, deletion and status fields are read again; when those are the same
+too, the very same PodInfo comes back and the store has nothing to do.
+
+The fingerprint is Python's hash of the parts serialised by orjson: keyed per process (SipHash),
+so a pod's author cannot make two different specs collide on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from extender.convert import pod_from_api, pod_phase, pod_restarts, pod_started
+from extender.core.model import PodInfo
+
+# (fingerprint, (nodeName, deleting, phase, startTime, restarts) as written, the conversion)
+_Seen = tuple[int, tuple[str | None, bool, Any, Any, int], PodInfo]
+
+
+class PodMemo:
+    """Pod conversions keyed by uid; forget a pod when it is deleted."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, _Seen] = {}
+        self.reused = 0  # events answered from the memo (for benchmarks and tests)
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def convert(self, raw: Any) -> PodInfo:
+        """The PodInfo of a Pod object, as `pod_from_api` gives it (and raising as it does)."""
+        prints = _fingerprint(raw)
+        if prints is None:
+            return pod_from_api(raw)
+        uid, fingerprint, node, deleting, status = prints
+        raw_status = (
+            node,
+            deleting,
+            status.get("phase"),
+            status.get("startTime"),
+            pod_restarts(status),
+        )
+        seen = self._seen.get(uid)
+        if seen is not None and seen[0] == fingerprint:
+            self.reused += 1
+            old = seen[2]
+            if seen[1] == raw_status:
+                return old
+            pod = with_status(
+                old, node, pod_phase(status), pod_started(status), raw_status[4], deleting
+            )
+        else:
+            pod = pod_from_api(raw)
+        self._seen[uid] = (fingerprint, raw_status, pod)
+        return pod
+
+    def forget(self, pod: PodInfo) -> None:
+        self._seen.pop(pod.uid, None)
+
+    def keep_only(self, pods: Iterable[PodInfo]) -> None:
+        """After a relist: drop every pod not in it."""
+        listed = {pod.uid for pod in pods}
+        self._seen = {uid: seen for uid, seen in self._seen.items() if uid in listed}
+
+
+def with_status(
+    pod: PodInfo, node: str | None, phase: str, started: float, restarts: int, deleting: bool
+) -> PodInfo:
+    """`pod` with what binding, the kubelet and deletion change (dataclasses.replace, at a
+    third of its cost: this runs for most watch events)."""
+    return PodInfo(
+        pod.uid,
+        pod.namespace,
+        pod.name,
+        node,
+        phase,
+        pod.priority,
+        pod.requests,
+        pod.labels,
+        pod.annotations,
+        pod.owner,
+        pod.scheduler_name,
+        pod.created,
+        pod.node_selector,
+        pod.tolerations,
+        pod.affinity,
+        deleting,
+        started,
+        pod.job,
+        restarts,
+    )
+
+
+def _fingerprint(raw: Any) -> tuple[str, int, str | None, bool, Mapping[str, Any]] | None:
+    """(uid, fingerprint of the spec but its nodeName and of the metadata gangplank reads,
+    nodeName, whether it is being deleted, status), or None when the object is not well-formed
+    enough to fingerprint (the full conversion then says what is wrong)."""
+    if not isinstance(raw, dict):
+        return None
+    metadata, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status")
+    if status is None:
+        status = {}
+    if not (isinstance(metadata, dict) and isinstance(spec, dict) and isinstance(status, dict)):
+        return None
+    uid = metadata.get("uid")
+    node = spec.get("nodeName")
+    if not isinstance(uid, str) or not uid or not (node is None or isinstance(node, str)):
+        return None
+    try:
+        text = orjson.dumps(
+            (
+                metadata.get("name"),
+                metadata.get("namespace"),
+                metadata.get("creationTimestamp"),
+                metadata.get("labels"),
+                metadata.get("annotations"),
+                metadata.get("ownerReferences"),
+                {key: value for key, value in spec.items() if key != "nodeName"}
+                if node is not None
+                else spec,
+            )
+        )
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    return uid, hash(text), node or None, metadata.get("deletionTimestamp") is not None, status
