@@ -132,6 +132,20 @@ def test_what_the_lender_waits_for_is_protected_no_more() -> None:
     assert decide(co, c, in_queue("more", "a", gpu=8)).passed, "16 idle - 8 >= 2 owed to b"
 
 
+def test_a_guarantee_too_small_for_every_job_waiting_under_it_holds_nothing_back() -> None:
+    # b has 2 of its 4 GPUs left and its only waiting gang needs 8: it has to borrow like a, so
+    # the 2 are not held for it. (Held, a's and b's gangs would each wait for the other, with
+    # GPUs idle.)
+    c = cluster(running("a0", "a", 8, "n0"), running("b0", "b", 2, "n1"), nodes=2)
+    c.add("pods", *gang_pods("b-big", 2, gpu=4, labels={QUEUE: "b"}))
+    queues = (queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(4)))
+    assert decide(coordinator(*queues), c, in_queue("more", "a", gpu=6)).passed
+    c.add("pods", in_queue("b-small", "b", gpu=1))
+    assert "6 are idle but 2 of them are guaranteed to queues with work waiting (b 2)" in reason(
+        decide(coordinator(*queues), c, in_queue("more", "a", gpu=6))
+    ), "once one waiting job fits in b's guarantee, what is left of it is held"
+
+
 def test_siblings_share_their_parents_guarantee_before_anyone_elses() -> None:
     c = cluster(running("v0", "vision", 8, "n0"))
     c.add("pods", in_queue("prod-job", "prod", gpu=8))

@@ -5,7 +5,8 @@ flight between filter and bind), and keeps, per queue and rolled up the tree: `u
 bound pods plus what is admitted, of the tracked resources), the waiting
 jobs (pending pods of gangplank's schedulers, grouped into jobs: a gang whole, a pod alone) and
 `protected` — the part of a queue's guarantee that its waiting work needs and does not have yet,
-which no other queue may borrow.
+which no other queue may borrow (only while some waiting job fits in what the guarantee has left:
+work that must borrow anyway is not protected).
 
 It is incremental: the cache groups pods by (queue label, namespace), and a refresh looks again
 only at the groups whose usage or pending pods changed since the last snapshot. The derived
@@ -55,6 +56,8 @@ class QueueState:
     reserved: dict[str, int] = field(default_factory=dict)  # gang plans not bound yet
     demand: dict[str, int] = field(default_factory=dict)  # waiting jobs (open queues)
     protected: dict[str, int] = field(default_factory=dict)
+    # The smallest need of one waiting job, per resource, in the queue and below (open queues).
+    smallest: dict[str, int] = field(default_factory=dict)
     waiting_jobs: int = 0
 
 
@@ -81,6 +84,7 @@ class QueueBook:
         self._own_demand: dict[str, dict[str, int]] = {q: {} for q in policy.queues}
         self._own_reserved: dict[str, dict[str, int]] = {}
         self._own_waiting: dict[str, int] = {}
+        self._own_smallest: dict[str, dict[str, int]] = {}
         self._kids_protected: dict[str, dict[str, int]] = {q: {} for q in policy.queues}
         self._touched: set[str] = set()
         self._snapshot: Snapshot | None = None
@@ -263,9 +267,15 @@ class QueueBook:
         self._waiting[queue] = jobs
         self.waiting_keys.update((j.key, j) for j in jobs)
         demand: dict[str, int] = {}
+        smallest: dict[str, int] = {}
         if self._open[queue]:
             for job in jobs:
-                _add(demand, {k: v for k, v in job.requests.items() if k in self.tracked})
+                need = {k: v for k, v in job.requests.items() if k in self.tracked and v > 0}
+                _add(demand, need)
+                for resource, amount in need.items():
+                    if amount < smallest.get(resource, amount + 1):
+                        smallest[resource] = amount
+        self._own_smallest[queue] = smallest
         delta = dict(demand)
         _add(delta, self._own_demand[queue], -1)
         self._own_demand[queue] = demand
@@ -278,8 +288,9 @@ class QueueBook:
 
     def _protect(self) -> None:
         """What each guarantee owes to work waiting under it, on the paths that changed: a
-        queue protects the part of its guarantee its waiting work needs and does not have, and
-        at least what its children protect together."""
+        queue protects the part of its guarantee its waiting work needs and does not have (when
+        at least one waiting job fits in what is left of it), and at least what its children
+        protect together."""
         if not self._touched:
             return
         nodes = {n for q in self._touched for n in self._paths[q]}
@@ -287,9 +298,21 @@ class QueueBook:
         for name in sorted(nodes, key=lambda n: -self._depth[n]):
             state = self.state[name]
             guarantee = self.guarantee[name]
+            state.smallest = smallest = dict(self._own_smallest.get(name, {}))
+            for kid in self.policy.children.get(name, ()):
+                for resource, amount in self.state[kid].smallest.items():
+                    if amount < smallest.get(resource, amount + 1):
+                        smallest[resource] = amount
             protected = dict(self._kids_protected[name])
             for resource, amount in state.demand.items():
-                owed = min(amount, max(0, guarantee.get(resource, 0) - state.used.get(resource, 0)))
+                room = max(0, guarantee.get(resource, 0) - state.used.get(resource, 0))
+                if smallest.get(resource, 0) > room:
+                    # Every job waiting here needs more than the guarantee has left: each will
+                    # have to borrow like anyone else, so the guarantee holds nothing back for
+                    # them (holding it would leave GPUs idle that nobody here can use, and two
+                    # queues holding for each other would wait forever).
+                    continue
+                owed = min(amount, room)
                 if owed > protected.get(resource, 0):
                     protected[resource] = owed
             protected = {k: v for k, v in protected.items() if v}
