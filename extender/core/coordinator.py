@@ -349,7 +349,7 @@ class Coordinator:
                 gang_key=job.key,
                 only={r for p in pending for r in p.requests},
             )
-            if plan_gang(snapshot, pending, needed, free).ok:
+            if plan_gang(snapshot, pending, needed, free, bounded=True).ok:
                 continue  # it fits: kube-scheduler will place it
             self.preemption.plan(
                 snapshot, job.key, pending, needed, job.queue, now, self.policy, book

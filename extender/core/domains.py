@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import how_many_fit, why_not_placeable
+from extender.core.placement import how_many_fit, too_few_gpus, why_not_placeable
 from extender.core.planner import FreeOf, PlanAttempt, describe, plan_gang
 from extender.core.topology import Constraint, Tier, Topology, domain_of
 
@@ -40,33 +40,37 @@ def plan_in_topology(
     bound: Sequence[PodInfo] = (),
     prefer: Mapping[str, int] | None = None,
     avoid: Mapping[str, Collection[str]] | None = None,
+    bounded: bool = False,
 ) -> PlanAttempt:
     required = topology.tier_of(constraint.required)
     if constraint.required and required is None:
         return PlanAttempt(reason=f"required topology {constraint.required!r} is no tier or label")
     if not pods:
-        return plan_gang(snapshot, pods, needed, free_of, prefer=prefer, avoid=avoid)
+        return plan_gang(
+            snapshot, pods, needed, free_of, prefer=prefer, avoid=avoid, bounded=bounded
+        )
     sample, count = _largest(pods)
     count = min(count, needed) if needed else count
     nodes = snapshot.nodes
     room: dict[str, int] = {}
     for node in nodes.values():
-        if not why_not_placeable(sample, node):
-            fit = how_many_fit(sample.requests, free_of(node))
-            if fit:
-                room[node.name] = fit
+        if why_not_placeable(sample, node) or (bounded and too_few_gpus(sample.requests, node)):
+            continue
+        fit = how_many_fit(sample.requests, free_of(node))
+        if fit:
+            room[node.name] = fit
     running = [
         nodes[p.node_name] for p in bound if p.node_name is not None and p.node_name in nodes
     ]
     for tier in topology.tiers_up_to(required):
         attempt = _in_tier(
-            snapshot, pods, needed, free_of, tier, room, count, running, prefer, avoid
+            snapshot, pods, needed, free_of, tier, room, count, running, prefer, avoid, bounded
         )
         if attempt is not None and attempt.ok:
             return attempt
     if required is not None:
         return PlanAttempt(reason=_why_not(snapshot, sample, count, required, room, running))
-    return plan_gang(snapshot, pods, needed, free_of, prefer=prefer, avoid=avoid)
+    return plan_gang(snapshot, pods, needed, free_of, prefer=prefer, avoid=avoid, bounded=bounded)
 
 
 def _in_tier(
@@ -80,6 +84,7 @@ def _in_tier(
     running: Sequence[NodeInfo],
     prefer: Mapping[str, int] | None,
     avoid: Mapping[str, Collection[str]] | None,
+    bounded: bool,
 ) -> PlanAttempt | None:
     nodes = snapshot.nodes
     sums = _room_by_domain(nodes, tier, room)
@@ -92,7 +97,14 @@ def _in_tier(
     for _, value in chosen:
         members = [n for n in nodes.values() if domain_of(n, tier) == value]
         attempt = plan_gang(
-            snapshot, pods, needed, free_of, prefer=prefer, avoid=avoid, nodes=members
+            snapshot,
+            pods,
+            needed,
+            free_of,
+            prefer=prefer,
+            avoid=avoid,
+            nodes=members,
+            bounded=bounded,
         )
         if attempt.ok:
             return attempt

@@ -29,6 +29,7 @@ from extender.core.filter import FilterResult, decide_filter
 from extender.core.gang import Gang, group_key, job_key, job_name, resolve_gang
 from extender.core.hold import Hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
+from extender.core.no_room import NoRoom, RoomState, avoid_state
 from extender.core.notices import Outbox
 from extender.core.placement import fits
 from extender.core.planner import describe, plan_gang
@@ -37,9 +38,6 @@ from extender.core.prioritize import MAX_SCORE, NodeScores, decide_scores
 from extender.core.topology import DEFAULT_TOPOLOGY, Topology, near_members
 
 FORGET_SECONDS = 60.0
-
-
-NO_ROOM_LIMIT = 10_000  # gangs remembered as not fitting (forgotten all at once beyond)
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,7 @@ class GangScheduler:
         # Gangs found not to fit, with the state they were tried on and the reason: kube-scheduler
         # retries every parked member on every pod created, and the answer cannot differ until
         # capacity, reservations or the hold change (a plan at 5,000 nodes is tens of ms).
-        self._no_room: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._no_room = NoRoom()
         self._reserved_version = 0
         self.outcomes = Outcomes()
         self.notices = Outbox()  # state changes to tell people (drained by the adapter)
@@ -229,12 +227,12 @@ class GangScheduler:
     ) -> FilterResult:
         avoid = self.avoid.get(gang.key, {})
         state = self.room_state(snapshot, gang, avoid)
-        known = self._no_room.get(gang.key)
-        if state is not None and known is not None and known[0] == state:
+        known = self._no_room.reason(gang.key, state)
+        if known is not None:
             self.outcomes.failures["no-room"] += 1
             if self.auto_hold:
                 self._maybe_hold(snapshot, gang, now)
-            return self._reject(gang, pod, names, "no-room", known[1], now)
+            return self._reject(gang, pod, names, "no-room", known, now)
         bound = gang.bound
         needed = gang.needed
         offered = set(names)
@@ -250,14 +248,12 @@ class GangScheduler:
                 bound=bound,
                 prefer=near_members(snapshot, bound, self.topology),
                 avoid=avoid,
+                bounded=True,
             )
             if not attempt.ok:
                 self.outcomes.failures["no-room"] += 1
                 reason = f"gang {gang.name}: {attempt.reason}"
-                if state is not None:
-                    if len(self._no_room) >= NO_ROOM_LIMIT:
-                        self._no_room.clear()
-                    self._no_room[gang.key] = (state, reason)
+                self._no_room.remember(gang.key, state, reason)
                 if self.auto_hold:
                     self._maybe_hold(snapshot, gang, now)
                 return self._reject(gang, pod, names, "no-room", reason, now)
@@ -303,9 +299,33 @@ class GangScheduler:
             return self._reject_extra(gang, pod, names, now)
         return self._admit(gang, node, names)
 
+    def _fits_now(self, snapshot: Snapshot, gang: Gang) -> bool:
+        """A dry run of the gang's plan (no avoided nodes: fewer limits, so a "no" holds for the
+        real plan too, and is remembered for it)."""
+        state = self.room_state(snapshot, gang, self.avoid.get(gang.key, {}))
+        if self._no_room.reason(gang.key, state) is not None:
+            return False
+        attempt = plan_in_topology(
+            snapshot,
+            gang.pending,
+            gang.needed,
+            partial(
+                self.free_for,
+                gang_key=gang.key,
+                only={r for p in gang.pending for r in p.requests},
+            ),
+            self.topology,
+            gang.constraint,
+            bound=gang.bound,
+            bounded=True,
+        )
+        if not attempt.ok:
+            self._no_room.remember(gang.key, state, f"gang {gang.name}: {attempt.reason}")
+        return attempt.ok
+
     def room_state(
         self, snapshot: Snapshot, gang: Gang, avoid: Mapping[str, set[str]] | None = None
-    ) -> tuple[object, ...] | None:
+    ) -> RoomState | None:
         """What a plan for `gang` depends on: the same state gives the same answer. None when
         the snapshot does not say when capacity changed."""
         if snapshot.capacity_generation < 0:
@@ -318,7 +338,7 @@ class GangScheduler:
             (hold.key, hold.deadline) if hold is not None else None,
             tuple(p.uid for p in gang.members),
             len(gang.bound),
-            tuple(sorted((uid, tuple(sorted(nodes))) for uid, nodes in (avoid or {}).items())),
+            avoid_state(avoid),
             self.topology,
         )
 
@@ -377,6 +397,7 @@ class GangScheduler:
             partial(self.free_for, gang_key=None, only=list(pod.requests)),
             prefer=near_members(snapshot, gang.bound, self.topology),
             avoid={pod.uid: snapshot.nodes.keys() - offered},
+            bounded=True,
         )
         node = attempt.assignments.get(pod.uid)
         if node is None:
@@ -565,20 +586,7 @@ class GangScheduler:
                 and now - checked_at >= self.config.kick_interval_seconds
             ):
                 waiting.checked = (snapshot.generation, now)
-                attempt = plan_in_topology(
-                    snapshot,
-                    gang.pending,
-                    gang.needed,
-                    partial(
-                        self.free_for,
-                        gang_key=key,
-                        only={r for p in gang.pending for r in p.requests},
-                    ),
-                    self.topology,
-                    gang.constraint,
-                    bound=gang.bound,
-                )
-                fits_now = attempt.ok
+                fits_now = self._fits_now(snapshot, gang)
             ready = (
                 {"invalid"}
                 | ({"incomplete"} if complete else set())

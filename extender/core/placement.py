@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from extender.core.model import AffinityTerm, NodeInfo, PodInfo, Requirement, Taint, Toleration
-from extender.core.resources import Resources
+from extender.core.resources import GPU, Resources
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -160,6 +160,14 @@ def how_many_fit(request: Resources, free: Mapping[str, int]) -> int:
             return 0
         most = fits if most is None else min(most, fits)
     return most if most is not None else 1_000_000
+
+
+def too_few_gpus(request: Resources, node: NodeInfo) -> bool:
+    """Whether the node cannot hold one pod of `request` for want of GPUs even before anyone's
+    reservations are taken off: a quick test that spares planning a busy cluster's full nodes
+    the work of `free_for`."""
+    gpus = request.get(GPU, 0)
+    return gpus > 0 and node.allocatable.get(GPU, 0) - node.requested.get(GPU, 0) < gpus
 
 
 def fits(request: Resources, free: Mapping[str, int]) -> bool:

@@ -15,9 +15,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import how_many_fit, why_not_placeable
+from extender.core.placement import how_many_fit, too_few_gpus, why_not_placeable
 from extender.core.quantity import format_amount
-from extender.core.resources import Resources
+from extender.core.resources import GPU, Resources
 
 FreeOf = Callable[[NodeInfo], dict[str, int]]
 
@@ -57,13 +57,16 @@ def plan_gang(
     avoid: Mapping[str, Collection[str]] | None = None,
     allow_partial: bool = False,
     nodes: Iterable[NodeInfo] | None = None,
+    bounded: bool = False,
 ) -> PlanAttempt:
     """Place `pods` (at least `needed` of them) on `snapshot`'s nodes.
 
     `free_of(node)` is what a node has left for this gang (allocatable minus requested minus what
     others reserved). `avoid` maps a pod UID to nodes that pod must not get. With `allow_partial`,
     whatever fits is returned even when it is fewer than `needed` (used to hold capacity).
-    `nodes` limits the plan to some nodes (one topology domain); default all.
+    `nodes` limits the plan to some nodes (one topology domain); default all. `bounded`: `free_of`
+    never gives more than the node's own free capacity (true of `GangScheduler.free_for`, not of
+    what preemption offers), so nodes without the GPUs for one pod are passed over unasked.
     """
     pool = list(snapshot.nodes.values() if nodes is None else nodes)
     avoid = avoid or {}
@@ -95,6 +98,9 @@ def plan_gang(
             if why:
                 rejected[why] += 1
                 continue
+            if bounded and too_few_gpus(requests, node):
+                full.append(node.name)
+                continue
             room = free.get(node.name)
             if room is None:
                 room = free[node.name] = free_of(node)
@@ -124,7 +130,11 @@ def plan_gang(
             short: Counter[str] = Counter()
             most_free: dict[str, int] = {}
             for name in full:
-                room = free[name]
+                # A node passed over for want of GPUs has no entry: its own free GPUs stand in
+                # (before others' reservations: at most what it has for this gang).
+                room = free.get(name)
+                if room is None:
+                    room = _raw_gpus(snapshot.nodes[name])
                 for resource, amount in requests.items():
                     have = room.get(resource, 0)
                     if amount > have:
@@ -144,6 +154,10 @@ def plan_gang(
     if allow_partial:
         return PlanAttempt(assignments, first_failure or "partial")
     return PlanAttempt({}, first_failure or f"only {len(assignments)} of {needed} members fit")
+
+
+def _raw_gpus(node: NodeInfo) -> dict[str, int]:
+    return {GPU: node.allocatable.get(GPU, 0) - node.requested.get(GPU, 0)}
 
 
 def _why(

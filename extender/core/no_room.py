@@ -1,0 +1,42 @@
+"""Gangs that do not fit, remembered with the capacity state they were tried on.
+
+kube-scheduler retries every parked member of a gang on every pod created in the cluster, and
+gangplank's periodic pass asks whether each waiting gang fits now. On a busy cluster the answer
+is "no" again and again, and each plan reads every node. A gang that did not fit is remembered
+with what its plan depended on (`RoomState`: the capacity of the nodes, everyone's reservations,
+the hold, the gang's members and where some of them must not go); the same state gives the same
+answer, without planning again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+# What a gang's plan depends on; equal states give equal answers (see GangScheduler.room_state).
+RoomState = tuple[object, ...]
+
+LIMIT = 10_000  # gangs remembered (forgotten all at once beyond)
+
+
+def avoid_state(avoid: Mapping[str, Collection[str]] | None) -> tuple[object, ...]:
+    """The part of the state that says which members must not go where."""
+    return tuple(sorted((uid, tuple(sorted(nodes))) for uid, nodes in (avoid or {}).items()))
+
+
+class NoRoom:
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[RoomState, str]] = {}
+
+    def reason(self, key: str, state: RoomState | None) -> str | None:
+        """Why gang `key` did not fit when last tried on this very state; None: not known."""
+        if state is None:
+            return None
+        known = self._known.get(key)
+        return known[1] if known is not None and known[0] == state else None
+
+    def remember(self, key: str, state: RoomState | None, reason: str) -> None:
+        if state is None:
+            return
+        if len(self._known) >= LIMIT:
+            self._known.clear()
+        self._known[key] = (state, reason)
