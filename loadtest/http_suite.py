@@ -6,6 +6,12 @@ p99 / p99.9; the worker's CPU per filter+prioritize pair and its memory before a
 same calls to a bare Flask pass-through under the same gunicorn settings, side by side.
 
     python -m loadtest.http_suite [--traces PATH] [--sizes 500,5000,15000] [--seconds 20]
+                                  [--rate 1000] [--steady-seconds 600]
+
+"NodeNames" sends every node; "NodeNames, as sent" the nodes kube-scheduler actually sends an
+extender by default (it stops filtering once it has found `feasible_to_find` nodes: 500 of
+5,000, 750 of 15,000). At 5,000 nodes a paced run sends pairs at `--rate` a second for
+`--steady-seconds`, reading the worker's memory every 30 s.
 """
 
 from __future__ import annotations
@@ -67,11 +73,23 @@ def serving(command: list[str], port: int) -> Iterator[int]:
         process.wait(30)
 
 
+def feasible_to_find(nodes: int) -> int:
+    """How many feasible nodes kube-scheduler looks for before it stops filtering, with the
+    default (adaptive) percentageOfNodesToScore: 50% less 1% per 125 nodes, at least 5%, at least
+    100 nodes. Extenders are called with those nodes only."""
+    if nodes < 100:
+        return nodes
+    percentage = max(5, 50 - nodes // 125)
+    return min(nodes, max(100, nodes * percentage // 100))
+
+
 def bodies(nodes: list[dict[str, Any]]) -> dict[str, bytes]:
     pod = json.loads(FIXTURE_POD.read_text())["Pod"]
     names = [n["metadata"]["name"] for n in nodes]
+    found = names[: feasible_to_find(len(names))]
     return {
         "NodeNames": orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}),
+        "NodeNames, as sent": orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": found}),
         "Nodes": orjson.dumps({"Pod": pod, "Nodes": {"items": nodes}, "NodeNames": None}),
     }
 
@@ -111,6 +129,83 @@ def drive(port: int, body: bytes, seconds: float, connections: int) -> dict[str,
     return samples
 
 
+def paced(
+    port: int, body: bytes, rate: float, seconds: float, connections: int
+) -> dict[str, list[float]]:
+    """Filter+prioritize pairs at a steady `rate` a second spread over `connections`, as
+    kube-scheduler sends them (not as fast as possible). Latency is counted from when each call
+    was due, so a server that falls behind shows it (no coordinated omission)."""
+    samples: dict[str, list[float]] = {"filter": [], "prioritize": []}
+    lock = threading.Lock()
+    start = time.perf_counter() + 0.1
+    interval = connections / rate
+
+    def loop(offset: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        mine: dict[str, list[float]] = {"filter": [], "prioritize": []}
+        due = start + offset * interval / connections
+        while due < start + seconds:
+            delay = due - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            for verb in ("filter", "prioritize"):
+                began = time.perf_counter() if verb == "prioritize" else due
+                connection.request(
+                    "POST",
+                    f"/scheduler/{verb}",
+                    body=body,
+                    headers={"Content-Type": "application/json"},
+                )
+                response = connection.getresponse()
+                response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"{verb}: HTTP {response.status}")
+                mine[verb].append(time.perf_counter() - began)
+            due += interval
+        with lock:
+            for verb, values in mine.items():
+                samples[verb] += values
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return samples
+
+
+def steady(
+    port: int, pid: int, body: bytes, rate: float, seconds: float, connections: int
+) -> dict[str, Any]:
+    """A paced run: latency per verb, CPU per pair, and the worker's RSS every 30 s."""
+    rss = [rss_mib(pid)]
+    cpu = cpu_seconds(pid)
+    samples: dict[str, list[float]] = {"filter": [], "prioritize": []}
+    left = seconds
+    while left > 0:
+        chunk = min(30.0, left)
+        for verb, values in paced(port, body, rate, chunk, connections).items():
+            samples[verb] += values
+        rss.append(rss_mib(pid))
+        left -= chunk
+    cpu = cpu_seconds(pid) - cpu
+    pairs = min(len(samples["filter"]), len(samples["prioritize"]))
+    return {
+        "pairs_per_s": pairs / seconds,
+        "cpu_ms_per_pair": cpu / max(pairs, 1) * 1e3,
+        "rss": rss,
+        "verbs": {
+            verb: {
+                "calls": len(values),
+                "p50": statistics.median(values) * 1e3,
+                "p99": quantile(values, 0.99),
+                "p999": quantile(values, 0.999),
+            }
+            for verb, values in samples.items()
+        },
+    }
+
+
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3
@@ -140,7 +235,13 @@ def measure(port: int, pid: int, body: bytes, seconds: float, connections: int) 
 
 
 def run_size(
-    size: int, traces: Path | None, seconds: float, connections: int, workdir: Path
+    size: int,
+    traces: Path | None,
+    seconds: float,
+    connections: int,
+    workdir: Path,
+    rate: float = 0.0,
+    steady_seconds: float = 0.0,
 ) -> list[str]:
     nodes, pods = build(size, size * 10, traces)
     pods = spread(pods)
@@ -187,6 +288,10 @@ def run_size(
             if mode == "Nodes" and size > 5000:
                 continue  # 15,000 full Node objects a call: what nodeCacheCapable avoids
             results[f"gangplank {mode}"] = measure(port, pid, body, seconds, connections)
+        if rate and steady_seconds:
+            results[f"gangplank NodeNames, as sent, {rate:,.0f} pairs/s paced"] = steady(
+                port, pid, calls["NodeNames, as sent"], rate, steady_seconds, connections
+            )
         rss_after = rss_mib(pid)
     with serving(bare, bare_port) as pid:
         results["bare NodeNames"] = measure(
@@ -210,6 +315,12 @@ def run_size(
         f"| {size:,} | gangplank worker RSS before / after | | | | | | | "
         f"{rss_before:.0f} / {rss_after:.0f} MiB |"
     )
+    for r in results.values():
+        if "rss" in r:
+            rows.append(
+                f"| {size:,} | RSS every 30 s of the paced run (MiB) | | | | | | | "
+                f"{' '.join(f'{m:.0f}' for m in r['rss'])} |"
+            )
     return rows
 
 
@@ -230,6 +341,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--write", type=Path, help="write the figures into this markdown file")
+    parser.add_argument(
+        "--rate", type=float, default=1000.0, help="pairs a second of the paced run (0: none)"
+    )
+    parser.add_argument(
+        "--steady-seconds",
+        type=float,
+        default=60.0,
+        help="length of the paced run at 5,000 nodes (600: the 10-minute memory check)",
+    )
     args = parser.parse_args(argv)
     traces: Path | None = args.traces
     if traces is None or not traces_present(traces):
@@ -238,7 +358,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = [HEADER]
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            rows += run_size(size, traces, args.seconds, args.connections, Path(tmp))
+            steady_seconds = args.steady_seconds if size == 5000 else 0.0
+            rows += run_size(
+                size,
+                traces,
+                args.seconds,
+                args.connections,
+                Path(tmp),
+                args.rate,
+                steady_seconds,
+            )
             print("\n".join(rows), flush=True)
     if args.write is not None:
         write(args.write, rows, args, traces is not None)

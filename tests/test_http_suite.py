@@ -6,12 +6,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from loadtest.http_suite import run_size, write
+from loadtest.http_suite import feasible_to_find, run_size, write
+
+
+def test_kube_scheduler_sends_an_extender_only_the_feasible_nodes_it_looked_for() -> None:
+    assert [feasible_to_find(n) for n in (50, 500, 5000, 15000)] == [50, 230, 500, 750]
 
 
 def test_the_suite_measures_gangplank_and_the_bare_server_side_by_side(tmp_path: Path) -> None:
-    rows = run_size(40, None, 0.5, 2, tmp_path)
+    rows = run_size(40, None, 0.5, 2, tmp_path, rate=50, steady_seconds=1.0)
     text = "\n".join(rows)
+    assert "| 40 | gangplank NodeNames, as sent, 50 pairs/s paced | filter |" in text
+    assert "RSS every 30 s of the paced run (MiB)" in text
     for label in ("gangplank NodeNames", "gangplank Nodes", "bare NodeNames"):
         assert f"| 40 | {label} | filter |" in text
         assert f"| 40 | {label} | prioritize |" in text
