@@ -18,6 +18,7 @@ def test_the_suite_measures_gangplank_and_the_bare_server_side_by_side(tmp_path:
     text = "\n".join(rows)
     assert "| 40 | gangplank NodeNames, as sent, 50 pairs/s paced | filter |" in text
     assert "RSS every 30 s of the paced run (MiB)" in text
+    assert "| 40 | in the cache: 40 nodes, 400 pods |" in text
     for label in ("gangplank NodeNames", "gangplank Nodes", "bare NodeNames"):
         assert f"| 40 | {label} | filter |" in text
         assert f"| 40 | {label} | prioritize |" in text

@@ -55,6 +55,15 @@ def load_cluster_file(path: Path, store: ClusterStore) -> dict[str, int]:
             )
         elif kind in _KINDS:
             by_kind[_KINDS[kind]].append(doc)
+        elif not kind:
+            # `kubectl get -o json|yaml` always names each item's kind; without it the object
+            # cannot be told apart, and leaving it out silently would serve an empty cluster.
+            meta = doc.get("metadata")
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            raise ClusterFileError(
+                f"{path}: object {name or '(no name)'} has no kind (give each item of a plain "
+                "List its kind, as kubectl does)"
+            )
     handlers = handlers_for(store)
     for plural, objects in by_kind.items():
         handlers[plural].replace(objects)
