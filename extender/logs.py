@@ -3,8 +3,9 @@ while answering an extender call carrying that call's request id, verb and pod."
 
 from __future__ import annotations
 
+import itertools
 import logging
-import uuid
+import os
 from contextvars import ContextVar
 from typing import Any
 
@@ -14,9 +15,24 @@ LOG_FORMATS = ("text", "json")
 _call: ContextVar[dict[str, str]] = ContextVar("gangplank_call", default={})  # noqa: B039
 
 
+# A random prefix per process and a counter after it (uuid4 reads the OS's random source on
+# every call: a system call per request). A forked worker draws its own prefix.
+_ids = itertools.count(1)
+_prefix = os.urandom(4).hex()
+
+
+def _new_prefix() -> None:
+    global _prefix
+    _prefix = os.urandom(4).hex()
+
+
+os.register_at_fork(after_in_child=_new_prefix)
+
+
 def begin_call(verb: str) -> str:
-    """Start a call's context; returns its request id."""
-    request_id = uuid.uuid4().hex[:16]
+    """Start a call's context; returns its request id (unique in the process, and across
+    processes with near certainty)."""
+    request_id = f"{_prefix}{next(_ids):08x}"
     _call.set({"request_id": request_id, "verb": verb})
     return request_id
 
