@@ -38,6 +38,7 @@ from extender.metrics import Metrics
 from extender.runtime import Runtime
 from extender.web.app import create_app
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
+from loadtest.live import post
 from loadtest.watch_events import bench_watch
 
 FIXTURE_POD = (
@@ -254,18 +255,7 @@ def bench_http(cluster_file: Path, bodies: dict[str, bytes], calls: int) -> list
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
 
         def call(verb: str, body: bytes) -> Callable[[], None]:
-            def go() -> None:
-                connection.request(
-                    "POST",
-                    f"/scheduler/{verb}",
-                    body=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                response = connection.getresponse()
-                response.read()
-                assert response.status == 200
-
-            return go
+            return lambda: post(connection, verb, body)
 
         for label, body in bodies.items():
             for verb in ("filter", "prioritize"):

@@ -37,7 +37,7 @@ import yaml
 
 from loadtest.bench import FIXTURE_POD, rss_mib
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
-from loadtest.live import free_port
+from loadtest.live import free_port, post
 from loadtest.queues import policy_document, spread
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -106,72 +106,29 @@ def bodies(nodes: list[dict[str, Any]]) -> dict[str, bytes]:
     }
 
 
-def drive(port: int, body: bytes, seconds: float, connections: int) -> dict[str, list[float]]:
-    """`connections` threads each sending filter then prioritize, for `seconds`."""
-    samples: dict[str, list[float]] = {"filter": [], "prioritize": []}
-    lock = threading.Lock()
-    stop = time.monotonic() + seconds
-
-    def loop() -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        mine: dict[str, list[float]] = {"filter": [], "prioritize": []}
-        while time.monotonic() < stop:
-            for verb in ("filter", "prioritize"):
-                started = time.perf_counter()
-                connection.request(
-                    "POST",
-                    f"/scheduler/{verb}",
-                    body=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                response = connection.getresponse()
-                response.read()
-                if response.status != 200:
-                    raise RuntimeError(f"{verb}: HTTP {response.status}")
-                mine[verb].append(time.perf_counter() - started)
-        with lock:
-            for verb, values in mine.items():
-                samples[verb] += values
-
-    threads = [threading.Thread(target=loop) for _ in range(connections)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return samples
-
-
-def paced(
-    port: int, body: bytes, rate: float, seconds: float, connections: int
+def drive(
+    port: int, body: bytes, seconds: float, connections: int, rate: float = 0.0
 ) -> dict[str, list[float]]:
-    """Filter+prioritize pairs at a steady `rate` a second spread over `connections`, as
-    kube-scheduler sends them (not as fast as possible). Latency is counted from when each call
-    was due, so a server that falls behind shows it (no coordinated omission)."""
+    """`connections` threads each sending filter then prioritize for `seconds`: as fast as the
+    server answers, or, with `rate`, pairs at that steady rate a second over all connections (as
+    kube-scheduler sends them). Paced latency counts from when each pair was due, so a server
+    that falls behind shows it (no coordinated omission)."""
     samples: dict[str, list[float]] = {"filter": [], "prioritize": []}
     lock = threading.Lock()
     start = time.perf_counter() + 0.1
-    interval = connections / rate
+    interval = connections / rate if rate else 0.0
 
     def loop(offset: int) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         mine: dict[str, list[float]] = {"filter": [], "prioritize": []}
         due = start + offset * interval / connections
-        while due < start + seconds:
+        while (due if rate else time.perf_counter()) < start + seconds:
             delay = due - time.perf_counter()
-            if delay > 0:
+            if rate and delay > 0:
                 time.sleep(delay)
             for verb in ("filter", "prioritize"):
-                began = time.perf_counter() if verb == "prioritize" else due
-                connection.request(
-                    "POST",
-                    f"/scheduler/{verb}",
-                    body=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                response = connection.getresponse()
-                response.read()
-                if response.status != 200:
-                    raise RuntimeError(f"{verb}: HTTP {response.status}")
+                began = due if rate and verb == "filter" else time.perf_counter()
+                post(connection, verb, body)
                 mine[verb].append(time.perf_counter() - began)
             due += interval
         with lock:
@@ -186,10 +143,18 @@ def paced(
     return samples
 
 
-def steady(
-    port: int, pid: int, body: bytes, rate: float, seconds: float, connections: int
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3
+
+
+def measure(
+    port: int, pid: int, body: bytes, seconds: float, connections: int, rate: float = 0.0
 ) -> dict[str, Any]:
-    """A paced run: latency per verb, CPU per pair, and the worker's RSS every 30 s."""
+    """A run as fast as the server answers (after a warm-up), or paced at `rate` pairs a second:
+    latency per verb, CPU per pair, and the worker's RSS at the start and every 30 s."""
+    if not rate:
+        drive(port, body, min(2.0, seconds), connections)  # warm up
     rss = [rss_mib(pid)]
     cpu = cpu_seconds(pid)
     wall = time.perf_counter()
@@ -197,45 +162,17 @@ def steady(
     left = seconds
     while left > 0:
         chunk = min(30.0, left)
-        for verb, values in paced(port, body, rate, chunk, connections).items():
+        for verb, values in drive(port, body, chunk, connections, rate).items():
             samples[verb] += values
         rss.append(rss_mib(pid))
         left -= chunk
-    cpu = cpu_seconds(pid) - cpu
     wall = time.perf_counter() - wall
+    cpu = cpu_seconds(pid) - cpu
     pairs = min(len(samples["filter"]), len(samples["prioritize"]))
     return {
         "pairs_per_s": pairs / wall,
         "cpu_ms_per_pair": cpu / max(pairs, 1) * 1e3,
         "rss": rss,
-        "verbs": {
-            verb: {
-                "calls": len(values),
-                "p50": statistics.median(values) * 1e3,
-                "p99": quantile(values, 0.99),
-                "p999": quantile(values, 0.999),
-            }
-            for verb, values in samples.items()
-        },
-    }
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3
-
-
-def measure(port: int, pid: int, body: bytes, seconds: float, connections: int) -> dict[str, Any]:
-    drive(port, body, min(2.0, seconds), connections)  # warm up
-    cpu = cpu_seconds(pid)
-    wall = time.perf_counter()
-    samples = drive(port, body, seconds, connections)
-    wall = time.perf_counter() - wall
-    cpu = cpu_seconds(pid) - cpu
-    pairs = min(len(samples["filter"]), len(samples["prioritize"]))
-    return {
-        "pairs_per_s": pairs / wall,
-        "cpu_ms_per_pair": cpu / max(pairs, 1) * 1e3,
         "verbs": {
             verb: {
                 "calls": len(values),
@@ -307,8 +244,8 @@ def run_size(
                 continue  # 15,000 full Node objects a call: what nodeCacheCapable avoids
             results[f"gangplank {mode}"] = measure(port, pid, body, seconds, connections)
         if rate and steady_seconds:
-            results[f"gangplank NodeNames, as sent, {rate:,.0f} pairs/s paced"] = steady(
-                port, pid, calls["NodeNames, as sent"], rate, steady_seconds, connections
+            results[f"gangplank NodeNames, as sent, {rate:,.0f} pairs/s paced"] = measure(
+                port, pid, calls["NodeNames, as sent"], steady_seconds, connections, rate
             )
         rss_after = rss_mib(pid)
     with serving(bare, bare_port) as pid:
@@ -337,8 +274,8 @@ def run_size(
         f"| {size:,} | gangplank worker RSS before / after | | | | | | | "
         f"{rss_before:.0f} / {rss_after:.0f} MiB |"
     )
-    for r in results.values():
-        if "rss" in r:
+    for label, r in results.items():
+        if "paced" in label:
             rows.append(
                 f"| {size:,} | RSS every 30 s of the paced run (MiB) | | | | | | | "
                 f"{' '.join(f'{m:.0f}' for m in r['rss'])} |"

@@ -4,6 +4,7 @@ calls, and Debian's `prometheus` scraping it."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import shutil
 import socket
@@ -117,3 +118,14 @@ def prometheus(
     finally:
         process.terminate()
         process.wait(20)
+
+
+def post(connection: http.client.HTTPConnection, verb: str, body: bytes) -> None:
+    """One extender call over a kept-alive connection, as kube-scheduler makes it."""
+    connection.request(
+        "POST", f"/scheduler/{verb}", body=body, headers={"Content-Type": "application/json"}
+    )
+    response = connection.getresponse()
+    response.read()
+    if response.status != 200:
+        raise RuntimeError(f"{verb}: HTTP {response.status}")
