@@ -346,3 +346,26 @@ def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch
     cluster.add("nodes", node("n9", gpu=8, cpu="64"))  # capacity changed: planned again, fits
     kept = filter_all(gs, cluster, members)
     assert len(plans) == 3 and all(len(k) == 1 for k in kept.values())
+
+
+def test_a_pod_of_no_gang_is_kept_off_capacity_planned_for_a_gang_on_every_state() -> None:
+    members = gang_pods("train", 2, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(3), pods=members)
+    gs = GangScheduler()
+    filter_all(gs, cluster, members[:1])  # planned: two of the three nodes reserved
+    (plan,) = gs.plans.values()
+    planned = set(plan.assignments.values())
+    single = pod_from_api(pod("single", gpu=8, uid="single"))
+    result = gs.filter(cluster.snap(), single, names(cluster), 1.0)
+    free_node = ({"n0", "n1", "n2"} - planned).pop()
+    assert result.passed == [free_node]
+    for n in planned:
+        assert result.unresolvable[n] == (
+            f"pod default/single: capacity on node {n} is reserved for gang default/train"
+        )
+    # Another state (the gang bound, its reservations gone): the answer follows it. (The
+    # nodes' own room is kube-scheduler's to check.)
+    for member in members:
+        bind(cluster, gs, member, plan.assignments[member["metadata"]["uid"]])
+    again = gs.filter(cluster.snap(), single, names(cluster), 2.0)
+    assert sorted(again.passed) == ["n0", "n1", "n2"] and not again.unresolvable

@@ -88,6 +88,9 @@ class GangScheduler:
         # capacity, reservations or the hold change (a plan at 5,000 nodes is tens of ms).
         self._no_room = NoRoom()
         self._reserved_version = 0
+        # What nodes under reservations or the hold have left for a pod of no plan, on one state
+        # (the snapshot, the reservations, the hold): every such pod sees the same.
+        self._outsider: tuple[Snapshot | None, object, dict[str, dict[str, int]]] = (None, None, {})
         self.outcomes = Outcomes()
         self.notices = Outbox()  # state changes to tell people (drained by the adapter)
         # The first gang in line takes the hold itself; with queues, the coordinator gives it.
@@ -510,6 +513,8 @@ class GangScheduler:
         watched = set(self._reserved)
         if self.hold is not None:
             watched |= self.hold.usable
+        outsider = key not in self.plans and (self.hold is None or self.hold.key != key)
+        left = self._outsiders_free(snapshot, watched) if outsider else {}
         blocked: dict[str, str] = {}
         for name in watched.intersection(result.passed):
             node = nodes.get(name)
@@ -520,7 +525,8 @@ class GangScheduler:
                 holders.append(self.hold.key)
             if not holders:
                 continue
-            if not fits(pod.requests, self.free_for(node, key)):
+            free = left[name] if outsider else self.free_for(node, key)
+            if not fits(pod.requests, free):
                 jobs = ", ".join(sorted({job_name(h) for h in holders}))
                 blocked[name] = f"pod {pod.key}: capacity on node {name} is reserved for {jobs}"
         if not blocked:
@@ -528,6 +534,20 @@ class GangScheduler:
         result.passed = [n for n in result.passed if n not in blocked]
         result.unresolvable.update(blocked)
         return result
+
+    def _outsiders_free(
+        self, snapshot: Snapshot, watched: Collection[str]
+    ) -> dict[str, dict[str, int]]:
+        """`free_for` of every watched node for a pod of no plan and not the hold's, worked out
+        once per state (a pass-through pod's filter would otherwise do it node by node)."""
+        hold = self.hold
+        state = (self._reserved_version, (hold.key, hold.deadline) if hold is not None else None)
+        cached, cached_state, left = self._outsider
+        if cached is not snapshot or cached_state != state:
+            nodes = snapshot.nodes
+            left = {name: self.free_for(nodes[name], None) for name in watched if name in nodes}
+            self._outsider = (snapshot, state, left)
+        return left
 
     # ---- prioritize and bind ------------------------------------------
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
