@@ -1,7 +1,8 @@
 """The HTTP load-test suite: the real `gangplank serve` (gunicorn, one worker) with 500, 5,000 and
 15,000 nodes in its cache (and 10 pods a node, spread over 24 queues of a policy), driven over
 HTTP by several concurrent connections with kube-scheduler's request bodies (the fixture's pod,
-pass-through: no queue, no gang), in both `nodeCacheCapable` modes. Per verb: throughput, p50 /
+pass-through: its GPU request taken off, no queue, no gang; and once as captured, with one GPU,
+which gangplank scores), in both `nodeCacheCapable` modes. Per verb: throughput, p50 /
 p99 / p99.9; the worker's CPU per filter+prioritize pair and its memory before and after; and the
 same calls to a bare Flask pass-through under the same gunicorn settings, side by side.
 
@@ -96,13 +97,23 @@ def cache_counts(port: int) -> dict[str, int]:
 
 
 def bodies(nodes: list[dict[str, Any]]) -> dict[str, bytes]:
+    """Request bodies: the fixture pod made a pass-through pod (its GPU request taken off: no
+    gang, no queue, nothing to place, so gangplank passes every node with neutral scores), and
+    the fixture pod as captured (one GPU: gangplank scores its placement)."""
+    gpu_pod = json.loads(FIXTURE_POD.read_text())["Pod"]
     pod = json.loads(FIXTURE_POD.read_text())["Pod"]
+    for container in pod["spec"]["containers"]:
+        for part in ("requests", "limits"):
+            container["resources"].get(part, {}).pop("nvidia.com/gpu", None)
     names = [n["metadata"]["name"] for n in nodes]
     found = names[: feasible_to_find(len(names))]
     return {
         "NodeNames": orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}),
         "NodeNames, as sent": orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": found}),
         "Nodes": orjson.dumps({"Pod": pod, "Nodes": {"items": nodes}, "NodeNames": None}),
+        "1-GPU pod, scored, as sent": orjson.dumps(
+            {"Pod": gpu_pod, "Nodes": None, "NodeNames": found}
+        ),
     }
 
 
