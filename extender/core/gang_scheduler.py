@@ -19,7 +19,7 @@ the snapshot and the time, does no I/O, and must be called under one lock (the w
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -514,9 +514,19 @@ class GangScheduler:
         if self.hold is not None:
             watched |= self.hold.usable
         outsider = key not in self.plans and (self.hold is None or self.hold.key != key)
-        left = self._outsiders_free(snapshot, watched) if outsider else {}
+        if outsider:
+            # Only nodes where reservations or the hold take something can refuse this pod.
+            taken = self._outsiders_free(snapshot, watched)
+            candidates: Iterable[str] = (
+                [n for n in result.passed if n in taken]
+                if len(taken) < len(result.passed)
+                else taken.keys() & set(result.passed)
+            )
+        else:
+            taken = {}
+            candidates = watched.intersection(result.passed)
         blocked: dict[str, str] = {}
-        for name in watched.intersection(result.passed):
+        for name in candidates:
             node = nodes.get(name)
             if node is None:
                 continue
@@ -525,7 +535,7 @@ class GangScheduler:
                 holders.append(self.hold.key)
             if not holders:
                 continue
-            free = left[name] if outsider else self.free_for(node, key)
+            free = taken[name] if outsider else self.free_for(node, key)
             if not fits(pod.requests, free):
                 jobs = ", ".join(sorted({job_name(h) for h in holders}))
                 blocked[name] = f"pod {pod.key}: capacity on node {name} is reserved for {jobs}"
@@ -538,16 +548,29 @@ class GangScheduler:
     def _outsiders_free(
         self, snapshot: Snapshot, watched: Collection[str]
     ) -> dict[str, dict[str, int]]:
-        """`free_for` of every watched node for a pod of no plan and not the hold's, worked out
-        once per state (a pass-through pod's filter would otherwise do it node by node)."""
+        """What each watched node has left for a pod of no plan and not the hold's, for the
+        nodes where reservations or the hold take something (on the others such a pod sees the
+        node as it is, and kube-scheduler checks that). Worked out once per state: a
+        pass-through pod's filter would otherwise go over every held node."""
         hold = self.hold
         state = (self._reserved_version, (hold.key, hold.deadline) if hold is not None else None)
-        cached, cached_state, left = self._outsider
+        cached, cached_state, taken = self._outsider
         if cached is not snapshot or cached_state != state:
             nodes = snapshot.nodes
-            left = {name: self.free_for(nodes[name], None) for name in watched if name in nodes}
-            self._outsider = (snapshot, state, left)
-        return left
+            taken = {}
+            for name in watched:
+                node = nodes.get(name)
+                if node is None:
+                    continue
+                free = self.free_for(node, None)
+                requested = node.requested
+                if any(
+                    amount != node.allocatable.get(r, 0) - requested.get(r, 0)
+                    for r, amount in free.items()
+                ):
+                    taken[name] = free
+            self._outsider = (snapshot, state, taken)
+        return taken
 
     # ---- prioritize and bind ------------------------------------------
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
