@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,14 @@ def node_rows(traces: Path | None) -> Iterator[NodeRow]:
         for i in itertools.count():
             yield NodeRow(f"synthetic-node-{i:05d}", 96000, 786432, 8, "synthetic")
         return
+    # The traces hold 5,801 nodes; a larger cluster repeats them under new names.
+    for copy in itertools.count():
+        suffix = f"-copy-{copy}" if copy else ""
+        for row in _trace_node_rows(traces):
+            yield replace(row, name=row.name + suffix)
+
+
+def _trace_node_rows(traces: Path) -> Iterator[NodeRow]:
     with (traces / SPOT_NODES).open() as f:
         for row in csv.DictReader(f):
             cpus = int(row["cpu_num"])
