@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 import yaml
 
+from extender.settings import Settings
 from loadtest.bench import FIXTURE_POD, rss_mib
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
 from loadtest.live import free_port, post
@@ -235,7 +236,7 @@ def run_size(
         "--workers",
         "1",
         "--threads",
-        "4",
+        str(Settings().threads),  # gangplank's own default: the same gunicorn settings
         "--bind",
         f"127.0.0.1:{bare_port}",
         "--log-level",
