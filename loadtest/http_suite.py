@@ -7,7 +7,7 @@ p99 / p99.9; the worker's CPU per filter+prioritize pair and its memory before a
 same calls to a bare Flask pass-through under the same gunicorn settings, side by side.
 
     python -m loadtest.http_suite [--traces PATH] [--sizes 500,5000,15000] [--seconds 20]
-                                  [--rate 1000] [--steady-seconds 600]
+                                  [--rate 250] [--steady-seconds 600]
 
 "NodeNames" sends every node; "NodeNames, as sent" the nodes kube-scheduler actually sends an
 extender by default (it stops filtering once it has found `feasible_to_find` nodes: 500 of
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--write", type=Path, help="write the figures into this markdown file")
     parser.add_argument(
-        "--rate", type=float, default=1000.0, help="pairs a second of the paced run (0: none)"
+        "--rate", type=float, default=250.0, help="pairs a second of the paced run (0: none)"
     )
     parser.add_argument(
         "--steady-seconds",
