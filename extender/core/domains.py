@@ -54,7 +54,7 @@ def plan_in_topology(
     nodes = snapshot.nodes
     room: dict[str, int] = {}
     for node in nodes.values():
-        if why_not_placeable(sample, node) or (bounded and too_few_gpus(sample.requests, node)):
+        if (bounded and too_few_gpus(sample.requests, node)) or why_not_placeable(sample, node):
             continue
         fit = how_many_fit(sample.requests, free_of(node))
         if fit:

@@ -27,6 +27,7 @@ from extender.core.bind import BindDecision, BindRequest
 from extender.core.domains import plan_in_topology
 from extender.core.filter import FilterResult, decide_filter
 from extender.core.gang import Gang, group_key, job_key, job_name, resolve_gang
+from extender.core.held_nodes import HeldNodes
 from extender.core.hold import Hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.no_room import NoRoom, RoomState, avoid_state
@@ -88,9 +89,7 @@ class GangScheduler:
         # capacity, reservations or the hold change (a plan at 5,000 nodes is tens of ms).
         self._no_room = NoRoom()
         self._reserved_version = 0
-        # What nodes under reservations or the hold have left for a pod of no plan, on one state
-        # (the snapshot, the reservations, the hold): every such pod sees the same.
-        self._outsider: tuple[Snapshot | None, object, dict[str, dict[str, int]]] = (None, None, {})
+        self._held_nodes = HeldNodes()  # what they leave for a pod of no plan, per state
         self.outcomes = Outcomes()
         self.notices = Outbox()  # state changes to tell people (drained by the adapter)
         # The first gang in line takes the hold itself; with queues, the coordinator gives it.
@@ -516,12 +515,14 @@ class GangScheduler:
         outsider = key not in self.plans and (self.hold is None or self.hold.key != key)
         if outsider:
             # Only nodes where reservations or the hold take something can refuse this pod.
-            taken = self._outsiders_free(snapshot, watched)
-            candidates: Iterable[str] = (
-                [n for n in result.passed if n in taken]
-                if len(taken) < len(result.passed)
-                else taken.keys() & set(result.passed)
+            hold = self.hold
+            taken = self._held_nodes.taken(
+                snapshot,
+                (self._reserved_version, (hold.key, hold.deadline) if hold is not None else None),
+                watched,
+                partial(self.free_for, gang_key=None),
             )
+            candidates: Iterable[str] = [n for n in result.passed if n in taken]
         else:
             taken = {}
             candidates = watched.intersection(result.passed)
@@ -544,33 +545,6 @@ class GangScheduler:
         result.passed = [n for n in result.passed if n not in blocked]
         result.unresolvable.update(blocked)
         return result
-
-    def _outsiders_free(
-        self, snapshot: Snapshot, watched: Collection[str]
-    ) -> dict[str, dict[str, int]]:
-        """What each watched node has left for a pod of no plan and not the hold's, for the
-        nodes where reservations or the hold take something (on the others such a pod sees the
-        node as it is, and kube-scheduler checks that). Worked out once per state: a
-        pass-through pod's filter would otherwise go over every held node."""
-        hold = self.hold
-        state = (self._reserved_version, (hold.key, hold.deadline) if hold is not None else None)
-        cached, cached_state, taken = self._outsider
-        if cached is not snapshot or cached_state != state:
-            nodes = snapshot.nodes
-            taken = {}
-            for name in watched:
-                node = nodes.get(name)
-                if node is None:
-                    continue
-                free = self.free_for(node, None)
-                requested = node.requested
-                if any(
-                    amount != node.allocatable.get(r, 0) - requested.get(r, 0)
-                    for r, amount in free.items()
-                ):
-                    taken[name] = free
-            self._outsider = (snapshot, state, taken)
-        return taken
 
     # ---- prioritize and bind ------------------------------------------
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
