@@ -16,6 +16,8 @@ import urllib.request
 from importlib.resources import files
 from pathlib import Path
 
+from extender.server import serve_command
+
 DATA = Path(str(files("extender") / "data"))
 CALLS = (
     ("filter", "filter.json", "a pod of no gang: every node passes"),
@@ -100,20 +102,7 @@ def run_demo(port: int = 18888, once: bool = False) -> int:
     cluster = DATA / "demo-cluster.yaml"
     policy = DATA / "demo-policy.yaml"
     base = f"http://127.0.0.1:{port}"
-    command = [
-        sys.executable,
-        "-m",
-        "extender",
-        "serve",
-        "--cluster-file",
-        str(cluster),
-        "--policy",
-        str(policy),
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--log-level",
-        "warning",
-    ]
+    command = serve_command(port, "--cluster-file", str(cluster), "--policy", str(policy))
     print(f"gangplank demo: serving the example cluster in {cluster}, queues from {policy}")
     print(f"  $ {' '.join(command[2:]).replace('extender', 'gangplank', 1)}\n")
     process = subprocess.Popen(command)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import sys
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -54,3 +55,19 @@ class GangplankServer(BaseApplication):  # type: ignore[misc]
 def serve(settings: Settings) -> int:
     GangplankServer(settings).run()
     return 0
+
+
+def serve_command(port: int, *flags: str, log_level: str = "warning") -> list[str]:
+    """The command line of `gangplank serve` on loopback `port`, run by this interpreter (the
+    demo, the simulator's HTTP backend and the load tests start the real server with it)."""
+    return [
+        sys.executable,
+        "-m",
+        "extender",
+        "serve",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        log_level,
+        *flags,
+    ]

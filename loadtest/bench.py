@@ -36,6 +36,7 @@ from extender.convert import pod_from_api
 from extender.core.gang_scheduler import GangScheduler
 from extender.metrics import Metrics
 from extender.runtime import Runtime
+from extender.server import serve_command
 from extender.web.app import create_app
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
 from loadtest.live import post
@@ -223,20 +224,7 @@ def rss_mib(pid: int) -> float:
 
 def bench_http(cluster_file: Path, bodies: dict[str, bytes], calls: int) -> list[str]:
     port = 18777
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "extender",
-            "serve",
-            "--cluster-file",
-            str(cluster_file),
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--log-level",
-            "warning",
-        ]
-    )
+    process = subprocess.Popen(serve_command(port, "--cluster-file", str(cluster_file)))
     out = []
     try:
         deadline = time.monotonic() + 300

@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 import yaml
 
+from extender.server import serve_command
 from extender.settings import Settings
 from loadtest.bench import FIXTURE_POD, rss_mib
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
@@ -214,20 +215,9 @@ def run_size(
     policy = workdir / "policy.yaml"
     policy.write_text(yaml.safe_dump(policy_document()))
     port = free_port()
-    gangplank = [
-        sys.executable,
-        "-m",
-        "extender",
-        "serve",
-        "--cluster-file",
-        str(cluster),
-        "--policy",
-        str(policy),
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--log-level",
-        "error",
-    ]
+    gangplank = serve_command(
+        port, "--cluster-file", str(cluster), "--policy", str(policy), log_level="error"
+    )
     bare_port = free_port()
     bare = [
         sys.executable,

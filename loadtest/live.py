@@ -9,7 +9,6 @@ import json
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 import yaml
 
 from extender.demo import CALLS, DATA
+from extender.server import serve_command
 
 PROMETHEUS = shutil.which("prometheus")
 
@@ -52,22 +52,16 @@ def wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 60) ->
 @contextmanager
 def demo_server() -> Iterator[str]:
     """`gangplank serve` on the demo cluster and policy; yields its base URL."""
-    base = f"http://127.0.0.1:{free_port()}"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "extender",
-            "serve",
+        serve_command(
+            port,
             "--cluster-file",
             str(DATA / "demo-cluster.yaml"),
             "--policy",
             str(DATA / "demo-policy.yaml"),
-            "--bind",
-            base.removeprefix("http://"),
-            "--log-level",
-            "warning",
-        ]
+        )
     )
     try:
         wait_for(f"{base}/readyz", server)

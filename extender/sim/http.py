@@ -9,7 +9,6 @@ import contextlib
 import http.client
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.kicker import RETRY_ANNOTATION
+from extender.server import serve_command
 from extender.sim.apiserver import FakeApiServer
 from extender.sim.driver import Filtered, SimPod, Tick
 
@@ -59,18 +59,7 @@ class HttpExtender:
 
     def command(self) -> list[str]:
         config = kubeconfig(self.api.url, Path(self._tmp.name))
-        command = [
-            sys.executable,
-            "-m",
-            "extender",
-            "serve",
-            "--kubeconfig",
-            str(config),
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--log-level",
-            self.log_level,
-        ]
+        command = serve_command(self.port, "--kubeconfig", str(config), log_level=self.log_level)
         if self.policy is not None:
             command += ["--policy", str(self.policy)]
         return command
