@@ -240,18 +240,25 @@ SPEC_MEMO_SIZE = 4096
 _spec_memo: dict[int, _SpecParts] = {}
 
 
-def _spec_parts(spec: Mapping[str, Any]) -> _SpecParts:
-    """The spec's conversion, remembered by a fingerprint of the spec without its nodeName: the
-    pods of one workload share their spec, and kube-scheduler sends the same pod on every call.
-    (Python's hash of the orjson text: keyed per process, so specs cannot be made to collide.)
-    Plain dict operations keep it safe across threads; it is emptied when full."""
+def spec_key(spec: Mapping[str, Any]) -> int | None:
+    """A fingerprint of a pod's spec without its nodeName (which binding sets): Python's hash of
+    the orjson text, keyed per process, so specs cannot be made to collide. None when the spec
+    does not serialise (the conversion then says what is wrong)."""
     try:
-        key = hash(
+        return hash(
             orjson.dumps(
                 {k: v for k, v in spec.items() if k != "nodeName"} if "nodeName" in spec else spec
             )
         )
     except (orjson.JSONEncodeError, TypeError):
+        return None
+
+
+def _spec_parts(spec: Mapping[str, Any], key: int | None) -> _SpecParts:
+    """The spec's conversion, remembered by its `spec_key`: the pods of one workload share their
+    spec, and kube-scheduler sends the same pod on every call. Plain dict operations keep it safe
+    across threads; it is emptied when full."""
+    if key is None:
         return _convert_spec(spec)
     parts = _spec_memo.get(key)
     if parts is None:
@@ -276,8 +283,9 @@ def _convert_spec(spec: Mapping[str, Any]) -> _SpecParts:
     )
 
 
-def pod_from_api(raw: Any) -> PodInfo:
-    """A Pod object (API JSON, as in watch events and extender requests) as a PodInfo."""
+def pod_from_api(raw: Any, *, spec_fingerprint: int | None = None) -> PodInfo:
+    """A Pod object (API JSON, as in watch events and extender requests) as a PodInfo.
+    `spec_fingerprint`: its spec's `spec_key`, when the caller has it already."""
     if not isinstance(raw, Mapping):
         raise ConversionError(f"Pod must be an object, not {type(raw).__name__}")
     metadata = _mapping(raw, "metadata", "Pod")
@@ -289,7 +297,10 @@ def pod_from_api(raw: Any) -> PodInfo:
     labels = _string_map(metadata, "labels", mpath)
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
-    requests, priority, scheduler, selector, tolerations, affinity, pod_group = _spec_parts(spec)
+    key = spec_fingerprint if spec_fingerprint is not None else spec_key(spec)
+    requests, priority, scheduler, selector, tolerations, affinity, pod_group = _spec_parts(
+        spec, key
+    )
     gang = gang_of(labels, annotations, namespace, owner, pod_group)
     return PodInfo(
         uid=_str(metadata, "uid", mpath),

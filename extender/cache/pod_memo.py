@@ -20,11 +20,12 @@ from typing import Any
 
 import orjson
 
-from extender.convert import pod_from_api, pod_phase, pod_restarts, pod_started
+from extender.convert import pod_from_api, pod_phase, pod_restarts, pod_started, spec_key
 from extender.core.model import PodInfo
 
-# (fingerprint, (nodeName, deleting, phase, startTime, restarts) as written, the conversion)
-_Seen = tuple[int, tuple[str | None, bool, Any, Any, int], PodInfo]
+# ((spec, metadata) fingerprints, (nodeName, deleting, phase, startTime, restarts) as written,
+# the conversion)
+_Seen = tuple[tuple[int, int], tuple[str | None, bool, Any, Any, int], PodInfo]
 
 
 class PodMemo:
@@ -60,7 +61,7 @@ class PodMemo:
                 old, node, pod_phase(status), pod_started(status), raw_status[4], deleting
             )
         else:
-            pod = pod_from_api(raw)
+            pod = pod_from_api(raw, spec_fingerprint=fingerprint[0])
         self._seen[uid] = (fingerprint, raw_status, pod)
         return pod
 
@@ -101,10 +102,12 @@ def with_status(
     )
 
 
-def _fingerprint(raw: Any) -> tuple[str, int, str | None, bool, Mapping[str, Any]] | None:
-    """(uid, fingerprint of the spec but its nodeName and of the metadata gangplank reads,
-    nodeName, whether it is being deleted, status), or None when the object is not well-formed
-    enough to fingerprint (the full conversion then says what is wrong)."""
+def _fingerprint(
+    raw: Any,
+) -> tuple[str, tuple[int, int], str | None, bool, Mapping[str, Any]] | None:
+    """(uid, fingerprints of the spec but its nodeName (`convert.spec_key`) and of the metadata
+    gangplank reads, nodeName, whether it is being deleted, status), or None when the object is
+    not well-formed enough to fingerprint (the full conversion then says what is wrong)."""
     if not isinstance(raw, dict):
         return None
     metadata, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status")
@@ -116,6 +119,9 @@ def _fingerprint(raw: Any) -> tuple[str, int, str | None, bool, Mapping[str, Any
     node = spec.get("nodeName")
     if not isinstance(uid, str) or not uid or not (node is None or isinstance(node, str)):
         return None
+    spec_print = spec_key(spec)
+    if spec_print is None:
+        return None
     try:
         text = orjson.dumps(
             (
@@ -125,11 +131,9 @@ def _fingerprint(raw: Any) -> tuple[str, int, str | None, bool, Mapping[str, Any
                 metadata.get("labels"),
                 metadata.get("annotations"),
                 metadata.get("ownerReferences"),
-                {key: value for key, value in spec.items() if key != "nodeName"}
-                if node is not None
-                else spec,
             )
         )
     except (orjson.JSONEncodeError, TypeError):
         return None
-    return uid, hash(text), node or None, metadata.get("deletionTimestamp") is not None, status
+    deleting = metadata.get("deletionTimestamp") is not None
+    return uid, (spec_print, hash(text)), node or None, deleting, status
