@@ -38,11 +38,7 @@ class HeldNodes:
             if node is None:
                 continue
             free = free_of(node)
-            requested = node.requested
-            if any(
-                amount != node.allocatable.get(r, 0) - requested.get(r, 0)
-                for r, amount in free.items()
-            ):
+            if any(amount != node.free(r) for r, amount in free.items()):
                 taken[name] = free
         self._cached = (snapshot, state, taken)
         return taken

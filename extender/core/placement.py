@@ -167,7 +167,7 @@ def too_few_gpus(request: Resources, node: NodeInfo) -> bool:
     reservations are taken off: a quick test that spares planning a busy cluster's full nodes
     the work of `free_for`."""
     gpus = request.get(GPU, 0)
-    return gpus > 0 and node.allocatable.get(GPU, 0) - node.requested.get(GPU, 0) < gpus
+    return gpus > 0 and node.free(GPU) < gpus
 
 
 def fits(request: Resources, free: Mapping[str, int]) -> bool:

@@ -134,7 +134,7 @@ def plan_gang(
                 # (before others' reservations: at most what it has for this gang).
                 room = free.get(name)
                 if room is None:
-                    room = _raw_gpus(snapshot.nodes[name])
+                    room = {GPU: snapshot.nodes[name].free(GPU)}
                 for resource, amount in requests.items():
                     have = room.get(resource, 0)
                     if amount > have:
@@ -154,10 +154,6 @@ def plan_gang(
     if allow_partial:
         return PlanAttempt(assignments, first_failure or "partial")
     return PlanAttempt({}, first_failure or f"only {len(assignments)} of {needed} members fit")
-
-
-def _raw_gpus(node: NodeInfo) -> dict[str, int]:
-    return {GPU: node.allocatable.get(GPU, 0) - node.requested.get(GPU, 0)}
 
 
 def _why(
