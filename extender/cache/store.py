@@ -8,6 +8,7 @@ a dict copy when the cluster changed and nothing when it did not.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import deque
@@ -18,9 +19,11 @@ from typing import TypeVar
 from extender.core.fragmentation import GpuState
 from extender.core.gang import group_key
 from extender.core.model import JobInfo, NodeInfo, PodGroupInfo, PodInfo, Snapshot
-from extender.core.resources import total
+from extender.core.resources import GPU, total
 from extender.core.scoring import node_state
 from extender.core.workload import queue_key
+
+_ORIGINS = itertools.count(1)  # each store's `Snapshot.origin`, never reused in a process
 
 STATE_IDS_LIMIT = 100_000  # distinct node states remembered before the ids start afresh
 
@@ -99,19 +102,37 @@ class ClusterStore:
         self._allocated: dict[str, int] = {}
         self._generation = 0
         self._capacity_generation = 0
+        # Nodes by the GPUs they have free (for planners: `core.candidates`), and a generation
+        # bumped when nodes come, go, or change what decides who may run on them.
+        self._free_gpus: dict[str, int] = {}
+        self._by_free_gpus: dict[int, set[str]] = {}
+        self._by_free_gpus_infos: dict[int, frozenset[str]] = {}
+        self._dirty_free: set[int] = set()
+        self._node_generation = 0
+        self._origin = next(_ORIGINS)
         self._snapshot: Snapshot | None = None
 
     # ---- nodes ------------------------------------------
     def upsert_node(self, node: NodeInfo) -> None:
         with self._lock:
+            old = self._nodes.get(node.name)
+            if (
+                old is None
+                or old.labels != node.labels
+                or old.taints != node.taints
+                or old.unschedulable != node.unschedulable
+            ):
+                self._node_generation += 1
             self._nodes[node.name] = node
             self._touch(node.name)
 
     def delete_node(self, name: str) -> None:
         with self._lock:
-            self._nodes.pop(name, None)
+            if self._nodes.pop(name, None) is not None:
+                self._node_generation += 1
             self._count_node(self._node_infos.pop(name, None), -1)
             self._node_states.pop(name, None)
+            self._index_free(name, None)
             self._dirty.discard(name)
             self._capacity_generation += 1
             self._bump()
@@ -122,6 +143,9 @@ class ClusterStore:
             self._node_infos = {}
             self._node_states = {}
             self._capacity, self._allocated = {}, {}
+            self._dirty_free.update(self._by_free_gpus)
+            self._free_gpus, self._by_free_gpus = {}, {}
+            self._node_generation += 1
             self._dirty = set(self._nodes)
             self._bump()
 
@@ -250,7 +274,10 @@ class ClusterStore:
                     self._count_node(info, 1)
                     self._node_infos[name] = info
                     self._node_states[name] = self._intern(node_state(info))
+                    self._index_free(name, info.free(GPU))
             self._dirty.clear()
+            _publish(self._dirty_free, self._by_free_gpus, self._by_free_gpus_infos, frozenset)
+            self._dirty_free.clear()
             self._queue_changes.append(
                 (self._last_generation, self._generation, frozenset(self._dirty_queues))
             )
@@ -274,8 +301,10 @@ class ClusterStore:
                 queue_usage=dict(self._usage_infos),
                 queue_pending=dict(self._pending_infos),
                 queue_changes=tuple(self._queue_changes),
-                origin=id(self),
+                origin=self._origin,
                 capacity_generation=self._capacity_generation,
+                node_generation=self._node_generation,
+                by_free_gpus=dict(self._by_free_gpus_infos),
                 capacity=dict(self._capacity),
                 allocated=dict(self._allocated),
             )
@@ -330,6 +359,20 @@ class ClusterStore:
             del self._assumed[key]
             return pod
         return replace(pod, node_name=node)
+
+    def _index_free(self, name: str, gpus: int | None) -> None:
+        """File node `name` under the GPUs it has free (None: the node is gone)."""
+        old = self._free_gpus.get(name)
+        if old == gpus:
+            return
+        if old is not None:
+            self._by_free_gpus[old].discard(name)
+            self._dirty_free.add(old)
+            del self._free_gpus[name]
+        if gpus is not None:
+            self._by_free_gpus.setdefault(gpus, set()).add(name)
+            self._dirty_free.add(gpus)
+            self._free_gpus[name] = gpus
 
     def _count_node(self, info: NodeInfo | None, sign: int) -> None:
         if info is None or info.unschedulable:

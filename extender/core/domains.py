@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from extender.core.candidates import candidates
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import how_many_fit, too_few_gpus, why_not_placeable
+from extender.core.placement import how_many_fit
 from extender.core.planner import FreeOf, PlanAttempt, describe, plan_gang
 from extender.core.topology import Constraint, Tier, Topology, domain_of
 
@@ -53,9 +54,7 @@ def plan_in_topology(
     count = min(count, needed) if needed else count
     nodes = snapshot.nodes
     room: dict[str, int] = {}
-    for node in nodes.values():
-        if (bounded and too_few_gpus(sample.requests, node)) or why_not_placeable(sample, node):
-            continue
+    for node in candidates(snapshot, sample, bounded=bounded).nodes:
         fit = how_many_fit(sample.requests, free_of(node))
         if fit:
             room[node.name] = fit

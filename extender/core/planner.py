@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from extender.core.candidates import candidates as nodes_for
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.placement import how_many_fit, too_few_gpus, why_not_placeable
 from extender.core.quantity import format_amount
@@ -68,7 +69,7 @@ def plan_gang(
     never gives more than the node's own free capacity (true of `GangScheduler.free_for`, not of
     what preemption offers), so nodes without the GPUs for one pod are passed over unasked.
     """
-    pool = list(snapshot.nodes.values() if nodes is None else nodes)
+    pool = None if nodes is None else list(nodes)
     avoid = avoid or {}
     shapes: dict[tuple[object, ...], list[PodInfo]] = {}
     for pod in pods:
@@ -91,16 +92,24 @@ def plan_gang(
         sample = members[0]
         candidates: list[tuple[int, NodeInfo]] = []
         full: list[str] = []  # nodes it may use but that have no room: only read on failure
-        rejected: Counter[str] = Counter()
         requests = sample.requests
-        for node in pool:
-            why = why_not_placeable(sample, node)
-            if why:
-                rejected[why] += 1
-                continue
-            if bounded and too_few_gpus(requests, node):
-                full.append(node.name)
-                continue
+        if pool is None:
+            # The whole cluster: only the nodes it may use and (bounded) with the GPUs for one.
+            found = nodes_for(snapshot, sample, bounded=bounded)
+            tried, rejected = found.nodes, found.rejected
+            passed_over, most_gpus = found.short_of_gpus, found.most_free_gpus
+        else:
+            tried, rejected, passed_over, most_gpus = [], Counter(), 0, 0
+            for node in pool:
+                why = why_not_placeable(sample, node)
+                if why:
+                    rejected[why] += 1
+                elif bounded and too_few_gpus(requests, node):
+                    passed_over += 1
+                    most_gpus = max(most_gpus, node.free(GPU))
+                else:
+                    tried.append(node)
+        for node in tried:
             room = free.get(node.name)
             if room is None:
                 room = free[node.name] = free_of(node)
@@ -127,14 +136,15 @@ def plan_gang(
                 placed = {p.uid for p in taken}
                 remaining = [p for p in remaining if p.uid not in placed]
         if remaining and not first_failure:
+            # Nodes passed over for want of GPUs count by their own free GPUs (before others'
+            # reservations: at most what they have for this gang).
             short: Counter[str] = Counter()
             most_free: dict[str, int] = {}
+            if passed_over:
+                short[GPU] = passed_over
+                most_free[GPU] = most_gpus
             for name in full:
-                # A node passed over for want of GPUs has no entry: its own free GPUs stand in
-                # (before others' reservations: at most what it has for this gang).
-                room = free.get(name)
-                if room is None:
-                    room = {GPU: snapshot.nodes[name].free(GPU)}
+                room = free[name]
                 for resource, amount in requests.items():
                     have = room.get(resource, 0)
                     if amount > have:
