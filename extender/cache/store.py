@@ -103,7 +103,7 @@ class ClusterStore:
         self._generation = 0
         self._capacity_generation = 0
         # Nodes by the GPUs they have free (for planners: `core.candidates`), and a generation
-        # bumped when nodes come, go, or change what decides who may run on them.
+        # bumped when nodes come, go, or change what decides who may run on them and how much.
         self._free_gpus: dict[str, int] = {}
         self._by_free_gpus: dict[int, set[str]] = {}
         self._by_free_gpus_infos: dict[int, frozenset[str]] = {}
@@ -121,6 +121,7 @@ class ClusterStore:
                 or old.labels != node.labels
                 or old.taints != node.taints
                 or old.unschedulable != node.unschedulable
+                or old.allocatable != node.allocatable
             ):
                 self._node_generation += 1
             self._nodes[node.name] = node

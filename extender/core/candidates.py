@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import GPU_PRODUCT, REQUIRE_NODES, why_not_placeable
+from extender.core.placement import GPU_PRODUCT, REQUIRE_NODES, how_many_fit, why_not_placeable
 from extender.core.resources import GPU
 
-LIMIT = 64  # constraint sets remembered (forgotten all at once beyond)
+LIMIT = 64  # answers remembered (forgotten all at once beyond)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,18 +54,33 @@ def constraints(pod: PodInfo) -> tuple[object, ...]:
     )
 
 
-_memo: dict[tuple[object, ...], Allowed] = {}
+T = TypeVar("T")
+_memo: dict[tuple[object, ...], object] = {}
 _memo_lock = threading.Lock()
+
+
+def _remembered(snapshot: Snapshot, key: tuple[object, ...], work: Callable[[], T]) -> T:
+    """`work()`, kept for as long as the snapshot's nodes stay what they are."""
+    if snapshot.node_generation < 0:
+        return work()
+    key = (snapshot.origin, snapshot.node_generation, *key)
+    known = _memo.get(key)
+    if known is not None:
+        return cast(T, known)
+    result = work()
+    with _memo_lock:
+        if len(_memo) >= LIMIT:
+            _memo.clear()
+        _memo[key] = result
+    return result
 
 
 def allowed(snapshot: Snapshot, pod: PodInfo) -> Allowed:
     """The nodes of `snapshot` whose labels, taints and cordon let `pod` run there."""
-    key = None
-    if snapshot.node_generation >= 0:
-        key = (snapshot.origin, snapshot.node_generation, constraints(pod))
-        known = _memo.get(key)
-        if known is not None:
-            return known
+    return _remembered(snapshot, ("allowed", constraints(pod)), lambda: _allowed(snapshot, pod))
+
+
+def _allowed(snapshot: Snapshot, pod: PodInfo) -> Allowed:
     rejected: Counter[str] = Counter()
     names: set[str] = set()
     for node in snapshot.nodes.values():
@@ -73,13 +89,27 @@ def allowed(snapshot: Snapshot, pod: PodInfo) -> Allowed:
             rejected[why] += 1
         else:
             names.add(node.name)
-    result = Allowed(None if not rejected else frozenset(names), rejected)
-    if key is not None:
-        with _memo_lock:
-            if len(_memo) >= LIMIT:
-                _memo.clear()
-            _memo[key] = result
-    return result
+    return Allowed(None if not rejected else frozenset(names), rejected)
+
+
+def could_hold(snapshot: Snapshot, pods: Sequence[PodInfo]) -> tuple[str, ...]:
+    """Nodes that could ever hold one of `pods` (whatever runs there now): its constraints allow
+    it and the node's whole allocatable could take the smallest of them."""
+    samples = {constraints(p): p for p in pods}
+    smallest = min(pods, key=lambda p: sum(p.requests.values())).requests
+    key = ("could hold", tuple(sorted(samples)), tuple(sorted(smallest.items())))
+
+    def work() -> tuple[str, ...]:
+        names: set[str] = set()
+        for sample in samples.values():
+            allow = allowed(snapshot, sample).names
+            names |= snapshot.nodes.keys() if allow is None else allow
+        nodes = snapshot.nodes
+        return tuple(
+            sorted(n for n in names if n in nodes and how_many_fit(smallest, nodes[n].allocatable))
+        )
+
+    return _remembered(snapshot, key, work)
 
 
 def _by_free_gpus(snapshot: Snapshot) -> Mapping[int, frozenset[str]]:

@@ -183,8 +183,8 @@ class Snapshot:
     # Bumped by the store whenever a node's allocation or the set of nodes changes (a pod bound,
     # finished or gone; a node added): pods merely created leave it alone. -1: not kept.
     capacity_generation: int = -1
-    # Bumped by the store when nodes come or go or change labels, taints or cordon (what decides
-    # which pods may run on them): -1, not kept.
+    # Bumped by the store when nodes come or go or change labels, taints, cordon or allocatable
+    # (what decides which pods may run on them, and how many at most): -1, not kept.
     node_generation: int = -1
     # Node names by the GPUs they have free (allocatable minus requested), kept by the store so
     # that a plan reads only nodes with room for a member (`core.candidates`). None: not kept.

@@ -25,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from extender.core.candidates import could_hold
 from extender.core.gang import job_key
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import how_many_fit, why_not_placeable
+from extender.core.placement import how_many_fit
 from extender.core.planner import FreeOf, PlanAttempt, plan_gang
 from extender.core.policy import PreemptionRules
 from extender.core.resources import GPU
@@ -163,14 +164,8 @@ def _with_freed(free_of: FreeOf, freed: Mapping[str, dict[str, int]]) -> FreeOf:
 def placeable_nodes(snapshot: Snapshot, pods: Sequence[PodInfo]) -> dict[str, NodeInfo]:
     """Nodes that could ever hold one of `pods`: its constraints allow it and the node's whole
     allocatable could take the smallest (victims can only make room where room can be)."""
-    shapes = {(tuple(sorted(p.node_selector.items())), p.tolerations, p.affinity): p for p in pods}
-    smallest = min(pods, key=lambda p: sum(p.requests.values())).requests
-    return {
-        name: node
-        for name, node in snapshot.nodes.items()
-        if how_many_fit(smallest, node.allocatable)
-        and any(not why_not_placeable(sample, node) for sample in shapes.values())
-    }
+    nodes = snapshot.nodes
+    return {name: nodes[name] for name in could_hold(snapshot, pods)}
 
 
 def find_victims(
