@@ -40,13 +40,17 @@ def own_free(node: NodeInfo) -> dict[str, int]:
 def test_the_store_files_each_node_under_its_free_gpus_and_moves_it_as_pods_come_and_go() -> None:
     store = store_of(node("n1", gpu=8), node("n2", gpu=8), node("cpu", gpu=0))
     pods = handlers_for(store)["pods"]
-    assert store.snapshot().by_free_gpus == {8: {"n1", "n2"}, 0: {"cpu"}}
+    assert store.snapshot().by_free_gpus == {8: frozenset({"n1", "n2"}), 0: frozenset({"cpu"})}
     pods.apply("ADDED", pod("a", node="n1", gpu=3, phase="Running", uid="ua"))
-    assert store.snapshot().by_free_gpus == {8: {"n2"}, 5: {"n1"}, 0: {"cpu"}}
+    assert store.snapshot().by_free_gpus == {
+        8: frozenset({"n2"}),
+        5: frozenset({"n1"}),
+        0: frozenset({"cpu"}),
+    }
     pods.apply("MODIFIED", pod("a", node="n1", gpu=3, phase="Succeeded", uid="ua"))
-    assert store.snapshot().by_free_gpus == {8: {"n1", "n2"}, 0: {"cpu"}}
+    assert store.snapshot().by_free_gpus == {8: frozenset({"n1", "n2"}), 0: frozenset({"cpu"})}
     handlers_for(store)["nodes"].apply("DELETED", node("n2"))
-    assert store.snapshot().by_free_gpus == {8: {"n1"}, 0: {"cpu"}}
+    assert store.snapshot().by_free_gpus == {8: frozenset({"n1"}), 0: frozenset({"cpu"})}
 
 
 def test_the_node_generation_moves_with_labels_taints_and_new_nodes_but_not_with_pods() -> None:
@@ -67,12 +71,12 @@ def test_the_node_generation_moves_with_labels_taints_and_new_nodes_but_not_with
 def test_a_node_relabelled_is_seen_at_once_by_the_nodes_a_pod_may_use() -> None:
     store = store_of(node("n1", labels={"pool": "a"}), node("n2", labels={"pool": "b"}))
     wants_a = pod_info(gpu=1, node_selector={"pool": "a"})
-    assert allowed(store.snapshot(), wants_a).names == {"n1"}
+    assert allowed(store.snapshot(), wants_a).names == frozenset({"n1"})
     handlers_for(store)["nodes"].apply("MODIFIED", node("n2", labels={"pool": "a"}))
     assert allowed(store.snapshot(), wants_a).names is None  # every node
     handlers_for(store)["nodes"].apply("MODIFIED", tainted("n1", labels={"pool": "a"}))
     found = allowed(store.snapshot(), wants_a)
-    assert found.names == {"n2"}
+    assert found.names == frozenset({"n2"})
     assert found.rejected == {"taint dedicated=infra:NoSchedule": 1}
 
 

@@ -99,6 +99,31 @@ def test_every_fixture_is_answered_over_one_keep_alive_connection(
         assert 'gangplank_cache_objects{kind="nodes"} 3.0' in metrics
 
 
+def test_verbs_sent_chunked_or_too_large_are_answered_and_the_server_keeps_serving(
+    cluster: FakeApiServer, tmp_path: Path
+) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
+    with Served("--kubeconfig", str(kubeconfig), "--max-body-bytes", "100000") as served:
+        deadline = time.monotonic() + 10
+        while get(f"{served.base}/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=5)
+        body = json.dumps(REPLAY_BODY()).encode()
+        chunks = iter([body[:100], body[100:]])  # no Content-Length: sent chunked
+        connection.request("POST", "/scheduler/filter", body=chunks, encode_chunked=True)
+        chunked = connection.getresponse()
+        check_filter_answer(REPLAY_BODY(), chunked.status, json.loads(chunked.read()))
+        connection.request("POST", "/scheduler/prioritize", body=b" " * 100_001)
+        large = connection.getresponse()
+        assert large.status == 413
+        assert "larger than the limit of 100000 bytes" in json.loads(large.read())["Error"]
+        # gunicorn drains an unread body only up to a bound, then closes the connection
+        connection.close()
+        connection.request("POST", "/scheduler/filter", body=body)
+        assert connection.getresponse().status == 200
+        assert get(f"{served.base}/scheduler/filter")[0] == 405
+
+
 def REPLAY_BODY() -> dict[str, Any]:
     return fixture("filter.nodenames.json")
 

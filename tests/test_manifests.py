@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from extender.cache.handlers import POD_GROUP_KINDS
-from extender.web.routes import VERBS
+from extender.web.verbs import VERBS
 from tests.scheduler_config import validate_scheduler_config
 
 ROOT = Path(__file__).parent.parent

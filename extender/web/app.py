@@ -9,7 +9,8 @@ from werkzeug.exceptions import HTTPException
 
 from extender.runtime import Runtime, build_runtime
 from extender.settings import Settings
-from extender.web.routes import VERBS, health_blueprint, json_response, verbs_blueprint
+from extender.web.routes import health_blueprint, json_response, verbs_blueprint
+from extender.web.verbs import VERBS, VerbDispatch, Verbs
 
 log = logging.getLogger("gangplank.web")
 
@@ -19,7 +20,8 @@ def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
     app = Flask("gangplank")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.extensions["gangplank"] = runtime
-    app.register_blueprint(verbs_blueprint(runtime, settings.url_prefix))
+    verbs = Verbs(runtime)
+    app.register_blueprint(verbs_blueprint(verbs, settings.url_prefix))
     app.register_blueprint(health_blueprint(runtime))
     prefix = "" if settings.url_prefix == "/" else settings.url_prefix
     routes = ", ".join(f"POST {prefix}/{verb}" for verb in VERBS)
@@ -48,6 +50,10 @@ def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
         log.exception("internal error answering %s %s", request.method, request.path)
         return json_response({"Error": f"gangplank internal error: {type(err).__name__}"}, 500)
 
+    # The verbs skip Flask's dispatch under a server and under Flask's test client alike.
+    app.wsgi_app = VerbDispatch(  # type: ignore[method-assign]
+        app.wsgi_app, verbs, settings.url_prefix, settings.max_body_bytes
+    )
     return app
 
 

@@ -1,0 +1,167 @@
+"""The four extender verbs: request body in, answer out. Nothing is decided here.
+
+kube-scheduler calls filter and prioritize for every pod, so these are answered by a plain WSGI
+dispatcher (`VerbDispatch`) in front of Flask: a verb call costs gunicorn's parsing, one dict
+lookup and the work itself, not Flask's request object, URL matching and response wrapping (which
+cost as much again as gangplank's own work for a pass-through pod). Everything else — the
+read-only APIs, a verb path asked with the wrong method — goes to the Flask application, which
+also serves the verbs itself (the same `Verbs.answer`) for Flask's test client.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from extender.binder import BindError
+from extender.logs import begin_call, end_call, note_pod
+from extender.runtime import Runtime
+from extender.web import wire
+
+log = logging.getLogger("gangplank.web")
+
+VERBS = ("filter", "prioritize", "preempt", "bind")
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+Answer = tuple[int, bytes]
+
+
+def error(reason: str, status: int) -> Answer:
+    return status, wire.dumps({"Error": reason})
+
+
+class Verbs:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        metrics = runtime.metrics
+        self._latency = {verb: metrics.latency.labels(verb) for verb in VERBS}
+        self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
+            "filter": self._filter,
+            "prioritize": self._prioritize,
+            "preempt": self._preempt,
+            "bind": self._bind,
+        }
+
+    def answer(self, verb: str, data: bytes, remote: str | None) -> Answer:
+        """The status and JSON body answering `verb` with request body `data`."""
+        started = time.perf_counter()
+        status = 500
+        begin_call(verb)
+        try:
+            answer = 200, self._handlers[verb](wire.load_body(data))
+        except wire.BadRequest as err:
+            log.info("%s: bad request from %s: %s", verb, remote, err.reason)
+            answer = error(err.reason, err.status)
+        except Exception as err:
+            log.exception("internal error answering %s", verb)
+            answer = error(f"gangplank internal error: {type(err).__name__}", 500)
+        finally:
+            self._latency[verb].observe(time.perf_counter() - started)
+            end_call()
+        status = answer[0]
+        self.runtime.metrics.requests.labels(verb, str(status)).inc()
+        return answer
+
+    def _filter(self, body: dict[str, Any]) -> bytes:
+        runtime = self.runtime
+        pod = wire.parse_pod(body)
+        note_pod(pod.namespace, pod.name)
+        nodes = wire.parse_nodes(body)
+        with runtime.lock:
+            result = runtime.scheduler.filter(
+                runtime.store.snapshot(), pod, nodes.names, runtime.clock()
+            )
+        return wire.dumps(wire.filter_answer(nodes, result))
+
+    def _prioritize(self, body: dict[str, Any]) -> bytes:
+        runtime = self.runtime
+        pod = wire.parse_pod(body)
+        note_pod(pod.namespace, pod.name)
+        nodes = wire.parse_nodes(body)
+        with runtime.lock:
+            scores = runtime.scheduler.scores(runtime.store.snapshot(), pod, nodes.names)
+        return wire.prioritize_answer(nodes.names, scores)
+
+    def _preempt(self, body: dict[str, Any]) -> bytes:
+        runtime = self.runtime
+        pod = wire.parse_pod(body)
+        note_pod(pod.namespace, pod.name)
+        candidates = wire.parse_victims(body)
+        with runtime.lock:
+            kept = runtime.scheduler.preempt(
+                runtime.store.snapshot(), pod, candidates, runtime.clock()
+            )
+        return wire.dumps(wire.preempt_answer(kept))
+
+    def _bind(self, body: dict[str, Any]) -> bytes:
+        runtime, metrics = self.runtime, self.runtime.metrics
+        bind_request = wire.parse_bind(body)
+        note_pod(bind_request.namespace, bind_request.name)
+        with runtime.lock:
+            decision = runtime.scheduler.check_bind(bind_request)
+        if not decision.allowed:
+            metrics.binds.labels("refused").inc()
+            return wire.dumps({"Error": decision.reason})
+        try:
+            runtime.binder.bind(bind_request)
+        except BindError as err:
+            metrics.binds.labels("failed").inc()
+            log.warning("%s", err)
+            return wire.dumps({"Error": str(err)})
+        with runtime.lock:
+            pod = runtime.scheduler.bound(bind_request)
+            runtime.store.assume_bound(
+                bind_request.namespace, bind_request.name, bind_request.uid, bind_request.node, pod
+            )
+        metrics.binds.labels("bound").inc()
+        return wire.dumps({"Error": ""})
+
+
+def too_large(limit: int) -> Answer:
+    return error(f"request body is larger than the limit of {limit} bytes (--max-body-bytes)", 413)
+
+
+class VerbDispatch:
+    """WSGI: POST to a verb's path is answered by `Verbs`; anything else goes to `app`."""
+
+    def __init__(
+        self, app: WSGIApplication, verbs: Verbs, url_prefix: str, max_body_bytes: int
+    ) -> None:
+        self.app = app
+        self.verbs = verbs
+        prefix = "" if url_prefix == "/" else url_prefix.rstrip("/")
+        self.paths = {f"{prefix}/{verb}": verb for verb in VERBS}
+        self.max_body_bytes = max_body_bytes
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        verb = self.paths.get(environ.get("PATH_INFO", ""))
+        if verb is None or environ.get("REQUEST_METHOD") != "POST":
+            return self.app(environ, start_response)
+        status, body = self._answer(verb, environ)
+        start_response(
+            f"{status} {HTTPStatus(status).phrase}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+    def _answer(self, verb: str, environ: WSGIEnvironment) -> Answer:
+        limit = self.max_body_bytes
+        length_text = environ.get("CONTENT_LENGTH") or ""
+        stream = environ["wsgi.input"]
+        if length_text:
+            if not length_text.isdigit():
+                return error(f"Content-Length {length_text[:40]!r} is not a number", 400)
+            length = int(length_text)
+            if length > limit:
+                return too_large(limit)
+            data = stream.read(length)
+        else:  # chunked, or no body: read at most one byte past the limit
+            data = stream.read(limit + 1)
+            if len(data) > limit:
+                return too_large(limit)
+        return self.verbs.answer(verb, data, environ.get("REMOTE_ADDR"))
