@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import GPU_PRODUCT, REQUIRE_NODES, how_many_fit, why_not_placeable
+from extender.core.placement import (
+    GPU_PRODUCT,
+    REQUIRE_NODES,
+    how_many_fit,
+    too_few_gpus,
+    why_not_placeable,
+)
 from extender.core.resources import GPU
 
 LIMIT = 64  # answers remembered (forgotten all at once beyond)
@@ -81,15 +87,25 @@ def allowed(snapshot: Snapshot, pod: PodInfo) -> Allowed:
 
 
 def _allowed(snapshot: Snapshot, pod: PodInfo) -> Allowed:
-    rejected: Counter[str] = Counter()
-    names: set[str] = set()
-    for node in snapshot.nodes.values():
+    found = among(snapshot.nodes.values(), pod, bounded=False)
+    names = None if not found.rejected else frozenset(n.name for n in found.nodes)
+    return Allowed(names, found.rejected)
+
+
+def among(nodes: Iterable[NodeInfo], pod: PodInfo, *, bounded: bool) -> Candidates:
+    """`candidates` among the given nodes (one topology domain), each node read in turn."""
+    found = Candidates([], Counter())
+    requests = pod.requests
+    for node in nodes:
         why = why_not_placeable(pod, node)
         if why:
-            rejected[why] += 1
+            found.rejected[why] += 1
+        elif bounded and too_few_gpus(requests, node):
+            found.short_of_gpus += 1
+            found.most_free_gpus = max(found.most_free_gpus, node.free(GPU))
         else:
-            names.add(node.name)
-    return Allowed(None if not rejected else frozenset(names), rejected)
+            found.nodes.append(node)
+    return found
 
 
 def could_hold(snapshot: Snapshot, pods: Sequence[PodInfo]) -> tuple[str, ...]:

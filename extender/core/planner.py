@@ -14,9 +14,10 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from extender.core.candidates import among
 from extender.core.candidates import candidates as nodes_for
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import how_many_fit, too_few_gpus, why_not_placeable
+from extender.core.placement import how_many_fit
 from extender.core.quantity import format_amount
 from extender.core.resources import GPU, Resources
 
@@ -93,22 +94,15 @@ def plan_gang(
         candidates: list[tuple[int, NodeInfo]] = []
         full: list[str] = []  # nodes it may use but that have no room: only read on failure
         requests = sample.requests
-        if pool is None:
-            # The whole cluster: only the nodes it may use and (bounded) with the GPUs for one.
-            found = nodes_for(snapshot, sample, bounded=bounded)
-            tried, rejected = found.nodes, found.rejected
-            passed_over, most_gpus = found.short_of_gpus, found.most_free_gpus
-        else:
-            tried, rejected, passed_over, most_gpus = [], Counter(), 0, 0
-            for node in pool:
-                why = why_not_placeable(sample, node)
-                if why:
-                    rejected[why] += 1
-                elif bounded and too_few_gpus(requests, node):
-                    passed_over += 1
-                    most_gpus = max(most_gpus, node.free(GPU))
-                else:
-                    tried.append(node)
+        # Only the nodes it may use and (bounded) with the GPUs for one: on the whole cluster
+        # from the store's index, on a domain's node list by reading each node.
+        found = (
+            nodes_for(snapshot, sample, bounded=bounded)
+            if pool is None
+            else among(pool, sample, bounded=bounded)
+        )
+        tried, rejected = found.nodes, found.rejected
+        passed_over, most_gpus = found.short_of_gpus, found.most_free_gpus
         for node in tried:
             room = free.get(node.name)
             if room is None:

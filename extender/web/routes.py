@@ -23,7 +23,8 @@ def json_response(answer: Any, status: int = 200) -> Response:
 
 
 def verbs_blueprint(verbs: Verbs, url_prefix: str) -> Blueprint:
-    """The verbs as Flask routes (`VerbDispatch` answers them first under a server)."""
+    """The verbs as Flask routes: `VerbDispatch` answers every POST before Flask sees it; these
+    give a verb asked with another method its 405."""
     bp = Blueprint("verbs", __name__, url_prefix=None if url_prefix == "/" else url_prefix)
 
     def route(verb: str) -> Callable[[], Response]:

@@ -4,8 +4,9 @@ kube-scheduler calls filter and prioritize for every pod, so these are answered 
 dispatcher (`VerbDispatch`) in front of Flask: a verb call costs gunicorn's parsing, one dict
 lookup and the work itself, not Flask's request object, URL matching and response wrapping (which
 cost as much again as gangplank's own work for a pass-through pod). Everything else — the
-read-only APIs, a verb path asked with the wrong method — goes to the Flask application, which
-also serves the verbs itself (the same `Verbs.answer`) for Flask's test client.
+read-only APIs, a verb path asked with the wrong method — goes to the Flask application. The
+dispatcher wraps the Flask app's `wsgi_app`, so Flask's test client goes through it too; Flask
+keeps routes for the verbs so that a wrong method gets its 405.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from extender.binder import BindError
+from extender.core.model import PodInfo
 from extender.logs import begin_call, end_call, note_pod
 from extender.runtime import Runtime
 from extender.web import wire
@@ -35,6 +37,13 @@ def error(reason: str, status: int) -> Answer:
     return status, wire.dumps({"Error": reason})
 
 
+def _pod(body: dict[str, Any]) -> PodInfo:
+    """The request's pod, named in the log lines of this call from here on."""
+    pod = wire.parse_pod(body)
+    note_pod(pod.namespace, pod.name)
+    return pod
+
+
 class Verbs:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
@@ -50,27 +59,30 @@ class Verbs:
     def answer(self, verb: str, data: bytes, remote: str | None) -> Answer:
         """The status and JSON body answering `verb` with request body `data`."""
         started = time.perf_counter()
-        status = 500
         begin_call(verb)
         try:
-            answer = 200, self._handlers[verb](wire.load_body(data))
-        except wire.BadRequest as err:
-            log.info("%s: bad request from %s: %s", verb, remote, err.reason)
-            answer = error(err.reason, err.status)
-        except Exception as err:
-            log.exception("internal error answering %s", verb)
-            answer = error(f"gangplank internal error: {type(err).__name__}", 500)
+            answer = self._answer(verb, data, remote)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("%s answered %d", verb, answer[0])
         finally:
             self._latency[verb].observe(time.perf_counter() - started)
             end_call()
-        status = answer[0]
-        self.runtime.metrics.requests.labels(verb, str(status)).inc()
+        self.runtime.metrics.requests.labels(verb, str(answer[0])).inc()
         return answer
+
+    def _answer(self, verb: str, data: bytes, remote: str | None) -> Answer:
+        try:
+            return 200, self._handlers[verb](wire.load_body(data))
+        except wire.BadRequest as err:
+            log.info("%s: bad request from %s: %s", verb, remote, err.reason)
+            return error(err.reason, err.status)
+        except Exception as err:
+            log.exception("internal error answering %s", verb)
+            return error(f"gangplank internal error: {type(err).__name__}", 500)
 
     def _filter(self, body: dict[str, Any]) -> bytes:
         runtime = self.runtime
-        pod = wire.parse_pod(body)
-        note_pod(pod.namespace, pod.name)
+        pod = _pod(body)
         nodes = wire.parse_nodes(body)
         with runtime.lock:
             result = runtime.scheduler.filter(
@@ -80,8 +92,7 @@ class Verbs:
 
     def _prioritize(self, body: dict[str, Any]) -> bytes:
         runtime = self.runtime
-        pod = wire.parse_pod(body)
-        note_pod(pod.namespace, pod.name)
+        pod = _pod(body)
         nodes = wire.parse_nodes(body)
         with runtime.lock:
             scores = runtime.scheduler.scores(runtime.store.snapshot(), pod, nodes.names)
@@ -89,8 +100,7 @@ class Verbs:
 
     def _preempt(self, body: dict[str, Any]) -> bytes:
         runtime = self.runtime
-        pod = wire.parse_pod(body)
-        note_pod(pod.namespace, pod.name)
+        pod = _pod(body)
         candidates = wire.parse_victims(body)
         with runtime.lock:
             kept = runtime.scheduler.preempt(
