@@ -136,3 +136,18 @@ def test_an_unreadable_object_is_skipped_without_stopping_the_watch() -> None:
     pods.apply("ADDED", bad)
     pods.apply("ADDED", pod("good", node="n1", gpu=1, phase="Running"))
     assert gpus_used(store, "n1") == 1 and store.counts()["pods"] == 1
+
+
+def test_the_lowest_priority_holding_resources_is_kept_by_queue_key() -> None:
+    store = loaded("n1", "n2")
+    pods = handlers_for(store)["pods"]
+    low = pod("low", node="n1", gpu=1, phase="Running", uid="u-low", priority=5)
+    pods.apply("ADDED", low)
+    pods.apply("ADDED", pod("high", node="n2", gpu=1, phase="Running", uid="u-high", priority=10))
+    pods.apply("ADDED", pod("waiting", gpu=1, uid="u-wait", priority=1))
+    pods.apply("ADDED", pod("r", node="n1", gpu=1, uid="u-r", priority=0, namespace="research"))
+    assert store.snapshot().queue_floor == {("", "default"): 5, ("", "research"): 0}
+    pods.apply("DELETED", low)
+    assert store.snapshot().queue_floor == {("", "default"): 10, ("", "research"): 0}
+    pods.replace([pod("high", node="n2", gpu=1, phase="Succeeded", uid="u-high", priority=10)])
+    assert store.snapshot().queue_floor == {}, "a finished pod holds nothing"

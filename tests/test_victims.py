@@ -209,3 +209,26 @@ def test_a_gang_that_requires_one_rack_evicts_within_one_rack_even_if_that_takes
     )
     assert in_rack is not None and len(in_rack.victims) == 2
     assert set(in_rack.assignments.values()) == {"a0", "a1"}
+
+
+def test_a_search_for_priority_victims_starts_only_if_the_store_counts_a_lower_priority_pod() -> (
+    None
+):
+    """The store keeps the lowest priority running in each queue; when nothing below the job's
+    priority runs, preemption reads no pod (here the floor is made to disagree with the pods, to
+    show it is the floor that decides)."""
+    from dataclasses import replace
+
+    c = Cluster(nodes=nodes(1), pods=[on(pod("low", gpu=8, priority=0), "n0")])
+    waiting = [pod_from_api(pod("urgent", gpu=8, priority=100))]
+    snap = c.snap()
+    assert snap.queue_floor == {("", "default"): 0}
+
+    def plan(snapshot: Any) -> int:
+        return Preemption(GangScheduler()).plan(
+            snapshot, "pod:default/urgent", waiting, 1, None, NOW, None, None
+        )
+
+    assert plan(snap) == 1, "the low-priority pod is evicted"
+    assert plan(replace(snap, queue_floor={("", "default"): 100})) == 0, "nothing lower: no search"
+    assert plan(replace(snap, queue_floor=None)) == 1, "no floor kept: search every pod"

@@ -94,6 +94,9 @@ class ClusterStore:
         self._usage_infos: dict[tuple[str, str], dict[str, int]] = {}
         self._pending: dict[tuple[str, str], dict[str, PodInfo]] = {}
         self._pending_infos: dict[tuple[str, str], tuple[PodInfo, ...]] = {}
+        # Priorities of the pods holding resources, counted (for preemption: `queue_floor`).
+        self._priorities: dict[tuple[str, str], dict[int, int]] = {}
+        self._floor_infos: dict[tuple[str, str], int] = {}
         self._dirty_queues: set[tuple[str, str]] = set()
         self._queue_changes: deque[tuple[int, int, frozenset[tuple[str, str]]]] = deque(maxlen=64)
         self._last_generation = -1
@@ -168,12 +171,13 @@ class ClusterStore:
         with self._lock:
             old_nodes = set(self._pods_by_node)
             self._dirty_groups |= set(self._groups)
-            self._dirty_queues |= set(self._usage) | set(self._pending)
+            self._dirty_queues |= set(self._usage) | set(self._pending) | set(self._priorities)
             self._pods = {}
             self._pods_by_node = {}
             self._groups = {}
             self._usage = {}
             self._pending = {}
+            self._priorities = {}
             for pod in pods:
                 self._put_pod(pod, count=False)
             listed = set(self._pods)
@@ -285,6 +289,7 @@ class ClusterStore:
             self._last_generation = self._generation
             _publish(self._dirty_queues, self._usage, self._usage_infos, dict)
             _publish(self._dirty_queues, self._pending, self._pending_infos, _values)
+            _publish(self._dirty_queues, self._priorities, self._floor_infos, min)
             _publish(self._dirty_groups, self._groups, self._group_infos, _values)
             self._dirty_queues.clear()
             self._dirty_groups.clear()
@@ -301,6 +306,7 @@ class ClusterStore:
                 jobs=self._jobs,
                 queue_usage=dict(self._usage_infos),
                 queue_pending=dict(self._pending_infos),
+                queue_floor=dict(self._floor_infos),
                 queue_changes=tuple(self._queue_changes),
                 origin=self._origin,
                 capacity_generation=self._capacity_generation,
@@ -393,6 +399,14 @@ class ClusterStore:
                 used[name] = used.get(name, 0) + sign * amount
             if sign < 0 and not any(used.values()):
                 del self._usage[qkey]
+            counts = self._priorities.setdefault(qkey, {})
+            left = counts.get(pod.priority, 0) + sign
+            if left > 0:
+                counts[pod.priority] = left
+            else:
+                counts.pop(pod.priority, None)
+                if not counts:
+                    del self._priorities[qkey]
         elif pod.node_name is None and pod.active:
             if sign > 0:
                 self._pending.setdefault(qkey, {})[key] = pod

@@ -176,6 +176,9 @@ class Snapshot:
     # requests of pods that hold resources, and the pods still waiting for a node.
     queue_usage: Mapping[tuple[str, str], Resources] = field(default_factory=dict)
     queue_pending: Mapping[tuple[str, str], tuple[PodInfo, ...]] = field(default_factory=dict)
+    # The lowest priority among the pods holding resources, by the same key, so that preemption
+    # knows without reading a pod whether anything of lower priority runs. None: not kept.
+    queue_floor: Mapping[tuple[str, str], int] | None = None
     # The last few changes of those groups: (generation before, generation after, keys changed),
     # oldest first, so that a reader that saw an earlier snapshot looks only at what changed.
     queue_changes: tuple[tuple[int, int, frozenset[tuple[str, str]]], ...] = ()

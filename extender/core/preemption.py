@@ -152,7 +152,9 @@ class Preemption:
         def holds(pod: PodInfo) -> bool:
             return pod.requests.get(scarce, 0) > 0
 
-        if queue is None or rules_of(queue).within_queue:
+        if (queue is None or rules_of(queue).within_queue) and _runs_lower(
+            snapshot, book, queue, priority
+        ):
             lower = running_jobs(
                 snapshot,
                 queue_of,
@@ -170,29 +172,29 @@ class Preemption:
                     snapshot, pods, needed, free, candidates, now, placeable, planner
                 )
         if found is None and queue is not None and book is not None:
-            borrowing = {q for q in book.policy.queues if q != queue and book.borrowed(q)}
-            # A queue in the tree borrows if any ancestor outside `queue`'s path does.
-            borrowing = {
-                q
-                for q in book.policy.queues
-                if q != queue and any(a in borrowing for a in book.policy.path(q))
-            }
-            jobs = running_jobs(
-                snapshot,
-                queue_of,
-                lambda p: (
-                    p.uid not in leaving
-                    and queue_of(p) in borrowing
-                    and p.requests.get(scarce, 0) > 0
-                ),
-                placeable,
-            )
             request: dict[str, int] = {}
             for pod in pods:
                 for name, amount in pod.requests.items():
                     request[name] = request.get(name, 0) + amount
-            if self._within_guarantee(book, queue, request):
+            # A queue in the tree borrows if any ancestor outside `queue`'s path does.
+            lenders = {q for q in book.policy.queues if q != queue and book.borrowed(q)}
+            borrowing = {
+                q
+                for q in book.policy.queues
+                if q != queue and any(a in lenders for a in book.policy.path(q))
+            }
+            if borrowing and self._within_guarantee(book, queue, request):
                 rule = "reclaim"
+                jobs = running_jobs(
+                    snapshot,
+                    queue_of,
+                    lambda p: (
+                        p.uid not in leaving
+                        and queue_of(p) in borrowing
+                        and p.requests.get(scarce, 0) > 0
+                    ),
+                    placeable,
+                )
                 mine = set(book.policy.path(queue))
 
                 def account(victim: str) -> str:
@@ -371,3 +373,18 @@ class Preemption:
             {},
         )
         return bool(priority_candidates([job], queue, pod.priority, rules_of, now))
+
+
+def _runs_lower(
+    snapshot: Snapshot, book: QueueBook | None, queue: str | None, priority: int
+) -> bool:
+    """Whether any pod of `queue` holding resources has a priority below `priority`, read from
+    the store's per-queue floor (no pod read); true when the snapshot does not keep it."""
+    floors = snapshot.queue_floor
+    if floors is None:
+        return True
+    if book is None:
+        return any(lowest < priority for lowest in floors.values())
+    return any(
+        lowest < priority and book.queue_of_key(qkey) == queue for qkey, lowest in floors.items()
+    )
