@@ -23,13 +23,14 @@ from extender.sim.report import figures, summary, write_html, write_json
 from extender.sim.workload import Mix, Shape, generate
 
 DATA = Path(str(files("extender") / "data"))
-# Shapes that fit the demo's 32 GPUs and its queues: single pods and gangs of two.
+# Shapes that fit the demo's 32 GPUs and its queues: single pods, gangs of two and of four.
 DEMO_SHAPES = (
-    Shape(1, 1, 25),
+    Shape(1, 1, 20),
     Shape(1, 2, 15),
-    Shape(1, 4, 15),
     Shape(2, 4, 20),
-    Shape(2, 8, 25),
+    Shape(4, 1, 10),
+    Shape(4, 2, 20),
+    Shape(2, 8, 10),
 )
 
 
