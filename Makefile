@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+DEMO_STAMP := $(VENV)/.demo-stamp
 
 .PHONY: install demo test lint types unit bench clean prometheus
 
@@ -12,9 +13,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The demo needs only gangplank and its report's plotting, not the test tools.
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[sim]'
+	touch $(DEMO_STAMP)
+
 install: $(STAMP)
 
-demo: install
+demo: $(DEMO_STAMP)
 	$(BIN)/gangplank demo $(DEMO_ARGS)
 
 lint: install

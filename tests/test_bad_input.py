@@ -155,6 +155,7 @@ def test_get_on_a_verb_is_405(client: FlaskClient) -> None:
     response = client.get("/scheduler/filter")
     assert response.status_code == 405
     assert "POST" in orjson.loads(response.data)["Error"]
+    assert "POST" in response.headers["Allow"], "RFC 9110: a 405 names the allowed methods"
 
 
 def test_a_body_over_the_limit_is_refused_as_too_large() -> None:

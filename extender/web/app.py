@@ -35,7 +35,8 @@ def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
                 "GET /healthz, /readyz, /queues, /status, /why, /metrics"
             )
         elif status == 405:
-            reason = f"{request.method} is not allowed on {request.path}; extender verbs are POST"
+            allowed = ", ".join(getattr(err, "valid_methods", None) or ())
+            reason = f"{request.method} is not allowed on {request.path}; it answers {allowed}"
         elif status == 413:
             reason = (
                 f"request body is larger than the limit of {settings.max_body_bytes} bytes "
@@ -43,7 +44,11 @@ def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
             )
         else:
             reason = err.description or err.name
-        return json_response({"Error": reason}, status)
+        response = json_response({"Error": reason}, status)
+        for name, value in err.get_headers():
+            if name.lower() == "allow":  # RFC 9110: a 405 lists the methods that are allowed
+                response.headers[name] = value
+        return response
 
     @app.errorhandler(Exception)
     def internal_error(err: Exception) -> Response:
