@@ -254,9 +254,10 @@ class Metrics:
         counts: Callable[[], Mapping[str, int]],
         contacts: Callable[[], Iterable[tuple[str, float, bool]]],
         clock: Callable[[], float] = time.monotonic,
+        stale: Callable[[], str] = str,
     ) -> None:
-        """Export cache size and age, read at scrape time."""
-        self.registry.register(_CacheCollector(counts, contacts, clock))
+        """Export cache size, age and staleness, read at scrape time."""
+        self.registry.register(_CacheCollector(counts, contacts, clock, stale))
 
 
 class _GangCollector(Collector):
@@ -373,10 +374,12 @@ class _CacheCollector(Collector):
         counts: Callable[[], Mapping[str, int]],
         contacts: Callable[[], Iterable[tuple[str, float, bool]]],
         clock: Callable[[], float],
+        stale: Callable[[], str] = str,
     ) -> None:
         self._counts = counts
         self._contacts = contacts
         self._clock = clock
+        self._stale = stale
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         objects = GaugeMetricFamily(
@@ -397,4 +400,10 @@ class _CacheCollector(Collector):
             synced.add_metric([kind], 1.0 if is_synced else 0.0)
             if is_synced:
                 age.add_metric([kind], max(0.0, now - last_contact))
-        return [objects, age, synced]
+        stale = GaugeMetricFamily(
+            "gangplank_cache_stale",
+            "1 while a watch has been down longer than --stale-after: gangs and queued jobs wait "
+            "and nothing is evicted until the cluster view is fresh.",
+        )
+        stale.add_metric([], 1.0 if self._stale() else 0.0)
+        return [objects, age, synced, stale]

@@ -69,8 +69,10 @@ class Runtime:
         scheduler_names: frozenset[str] = frozenset({"gangplank"}),
         evictor: Evictor | None = None,
         events: EventRecorder | None = None,
+        stale_after: float = 30.0,
     ) -> None:
         self.store = store
+        self.stale_after = stale_after
         self.binder = binder
         self.metrics = metrics
         self.reflectors = list(reflectors)
@@ -102,7 +104,7 @@ class Runtime:
             on_kick=lambda n: metrics.kicks.inc(n),
             after=self.tell_untold,
         )
-        metrics.watch_cache(store.counts, self._contacts)
+        metrics.watch_cache(store.counts, self._contacts, stale=self.staleness)
         metrics.watch_gangs(self.gang_counts)
         metrics.watch_queues(self.queue_metrics)
         metrics.watch_pools(self.pool_figures)
@@ -166,10 +168,13 @@ class Runtime:
         """The periodic pass (only while this replica's scheduler leads): holds, nudges,
         reclaim planning, and the evictions planned since the last pass."""
         self.learn_mix()
+        stale = self.staleness()
         with self.lock:
             snapshot = self.store.snapshot()
+            self.scheduler.stale = stale
             refs = self.scheduler.kick_candidates(snapshot, self.clock())
-            evictions = self.scheduler.take_evictions()
+            # Evictions planned before the view went stale wait until it is fresh again.
+            evictions = [] if stale else self.scheduler.take_evictions()
             notices = self.scheduler.take_notices()
         self.carry_out(evictions)
         self._untold.append((notices, snapshot))
@@ -267,6 +272,20 @@ class Runtime:
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
+    def staleness(self) -> str:
+        """Why the cached view may not be trusted now, or "" while every watch has been down
+        for less than `stale_after` seconds."""
+        down = [(r.down_for(), r) for r in self.reflectors if not r.absent]
+        down = [(seconds, r) for seconds, r in down if seconds >= self.stale_after]
+        if not down:
+            return ""
+        seconds, worst = max(down, key=lambda d: d[0])
+        kinds = ", ".join(sorted(r.kind for _, r in down))
+        return (
+            f"the API server has not answered the watch of {kinds} for {seconds:.0f} s: "
+            f"{worst.down_reason}"
+        )
+
     def ready(self) -> tuple[bool, str]:
         """Ready once every kind has been listed in full (or the view came from a file)."""
         if self._preloaded:
@@ -276,6 +295,11 @@ class Runtime:
         if waiting:
             return False, f"waiting for the first full list of {', '.join(waiting)}"
         self._settle_heap()
+        stale = self.staleness()
+        if stale:
+            # Still ready: kube-scheduler keeps calling, so pods outside gangs and queues keep
+            # being scheduled; gangs and queued jobs wait (the reason says so) until it is fresh.
+            return True, f"cache stale: {stale}"
         return True, "cache synced"
 
     def _settle_heap(self) -> None:
@@ -386,5 +410,6 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         leadership=leadership,
         evictor=ApiEvictor(client.CoreV1Api(bind_client)),
         events=ApiEventRecorder(client.CoreV1Api(bind_client)),
+        stale_after=settings.stale_after,
         **queues,
     )

@@ -40,6 +40,7 @@ class Settings:
     identity: str | None = None
     reservation_seconds: float = 60.0
     hold_seconds: float = 120.0
+    stale_after: float = 30.0
     scheduler_names: str = "gangplank"
 
     def validate(self) -> Settings:
@@ -131,6 +132,8 @@ FLAGS: dict[str, str] = {
     "identity": "this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",
     "reservation_seconds": "a gang plan whose members do not bind within this is released",
     "hold_seconds": "how long the first gang in line keeps freed capacity",
+    "stale_after": "seconds a kind's watch may be down before the cluster view counts as stale: "
+    "gangs and queued jobs then wait and nothing is evicted (pass-through pods go on)",
 }
 
 

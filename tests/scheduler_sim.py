@@ -57,6 +57,7 @@ class Extender:
         *,
         policy: Policy | None = None,
         policy_path: str | None = None,
+        stale_after: float = 30.0,
     ) -> None:
         api_client = client.ApiClient(client.Configuration(host=api.url))
         bind_client = client.ApiClient(client.Configuration(host=api.url))
@@ -75,6 +76,7 @@ class Extender:
             policy_path=policy_path,
             evictor=ApiEvictor(client.CoreV1Api(bind_client)),
             events=ApiEventRecorder(client.CoreV1Api(bind_client)),
+            stale_after=stale_after,
         )
         self.server = make_server(
             "127.0.0.1", 0, create_app(self.runtime), threaded=True, request_handler=_QuietHandler

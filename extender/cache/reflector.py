@@ -120,6 +120,9 @@ class Reflector:
         self.synced = threading.Event()
         self.resource_version = ""
         self.last_contact = 0.0  # clock time of the last byte of news from the API server
+        # Since when lists and watches have failed (None: the last one worked), and why.
+        self.down_since: float | None = None
+        self.down_reason = ""
 
     # ---- control ------------------------------------------
     def stop(self) -> None:
@@ -132,6 +135,11 @@ class Reflector:
                 response.connection.sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(Exception):
                 response.close()
+
+    def down_for(self) -> float:
+        """Seconds the kind's lists and watches have been failing (0 while they work)."""
+        since = self.down_since
+        return 0.0 if since is None else max(0.0, self._clock() - since)
 
     @property
     def stopped(self) -> bool:
@@ -166,6 +174,9 @@ class Reflector:
                     return
                 reason = type(err).__name__
                 self._observer.error(self.kind, reason)
+                if self.down_since is None:
+                    self.down_since = self._clock()
+                self.down_reason = _describe(err)
                 delay = self._backoff.next_delay()
                 log.warning(
                     "%s: %s from the API server (%s); retrying in %.1fs from resourceVersion %s",
@@ -226,6 +237,7 @@ class Reflector:
                 break
         self._handler.replace(items)
         self.last_contact = self._clock()
+        self.down_since = None
         self._observer.listed(self.kind, len(items), self._clock() - started)
         log.info(
             "%s: listed %d at resourceVersion %s", self.kind, len(items), self.resource_version
@@ -252,6 +264,7 @@ class Reflector:
                 raise Gone() from err
             raise
         self._response = response
+        self.down_since = None  # the API server answered: the watch is back
         try:
             for line in event_lines(response.stream(amt=None, decode_content=False)):
                 if self._stop.is_set():

@@ -78,6 +78,9 @@ class Coordinator:
         self.book: QueueBook | None = None
         self.refused: dict[str, Refused] = {}
         self.reasons: dict[str, tuple[str, float]] = {}  # job -> (last reason, when)
+        # Why the cluster view may not be trusted now ("" while it is fresh): the adapter sets it
+        # before each call. While stale, nothing is planned, admitted or evicted on it.
+        self.stale = ""
         self.admitted: dict[str, float] = {}  # job -> when (an admission counts once)
         self.nudged: dict[str, float] = {}  # job -> when its refused pods were last nudged
         # Admitted, not bound yet: single pods between filter and bind (uid -> queue, pod, until),
@@ -138,6 +141,10 @@ class Coordinator:
     ) -> FilterResult:
         policy = self.policy
         self._now = now
+        if self.stale:
+            waits = self._stale_wait(pod, names, now)
+            if waits is not None:
+                return waits
         if policy is None:
             return self._place(snapshot, job_key(pod), pod, names, now)
         queue, problem = self.queue_of(pod)
@@ -167,6 +174,24 @@ class Coordinator:
             created = min((p.created for p in self._job_pods(snapshot, key, pod)), default=now)
             self.outcomes.waits.append((queue, max(0.0, now - created)))
         return result
+
+    def _stale_wait(self, pod: PodInfo, names: Sequence[str], now: float) -> FilterResult | None:
+        """While the view is stale, a gang or a queued job waits (nothing is planned or admitted
+        on stale data); a pod already planned, or outside gangs and queues, goes on (None)."""
+        key = job_key(pod)
+        if self.gangs.planned_node(pod) is not None:
+            return None
+        queue = self.queue_of(pod)[0] if self.policy is not None else None
+        if key.startswith("pod:") and queue is None:
+            return None
+        where = f" (queue {queue})" if queue else ""
+        reason = (
+            f"{job_name(key)}{where} waits: gangplank's view of the cluster is stale "
+            f"({self.stale}); gangs and queued jobs are not planned or admitted on it until it "
+            "is fresh (pods outside gangs and queues are still scheduled)"
+        )
+        self.reasons[key] = (reason, now)
+        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
     def queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
         """(the pod's queue, or None: not queued; why it may not use it, or ""). Needs a policy."""
@@ -228,7 +253,7 @@ class Coordinator:
         queue: str | None = None,
     ) -> FilterResult:
         result = self.gangs.filter(snapshot, pod, names, now)
-        if not result.passed and self._lacks_room(key, pod):
+        if not result.passed and not self.stale and self._lacks_room(key, pod):
             gang = resolve_gang(snapshot, key, asking=pod)
             state = self.gangs.room_state(snapshot, gang)
             tried = self._no_victims.get(key)
@@ -302,6 +327,8 @@ class Coordinator:
         """kube-scheduler's preemption candidates (for a pod its own filters found no room for),
         narrowed to what the rules allow. A gang member's whole gang is planned first."""
         self._now = now
+        if self.stale:
+            return {}  # no one is evicted on a stale view
         policy = self.policy
         book = self._book(snapshot) if policy is not None else None
         key = job_key(pod)
@@ -377,7 +404,8 @@ class Coordinator:
         if self.policy is None:
             return refs
         book = self._book(snapshot)
-        self._reclaim_pass(snapshot, book, now)
+        if not self.stale:
+            self._reclaim_pass(snapshot, book, now)
         book = self._book(snapshot)
         self._manage_hold(snapshot, book, now)
         changed, self._policy_changed = self._policy_changed, False

@@ -80,6 +80,7 @@ class State:
     budgets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     evictions: list[tuple[str, str, bool]] = field(default_factory=list)  # ns, name, dry run
     posted_events: list[dict[str, Any]] = field(default_factory=list)
+    down: bool = False  # an outage: every call answered 503, open watches cut
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -160,6 +161,17 @@ class FakeApiServer:
             self.state.compacted[kind] = self.state.rv
             self.state.events[kind] = []
 
+    def go_down(self) -> None:
+        """An outage: open watches are cut and every call is answered 503 until `come_back`."""
+        with self.cond:
+            self.state.down = True
+            self.cond.notify_all()
+
+    def come_back(self) -> None:
+        with self.cond:
+            self.state.down = False
+            self.cond.notify_all()
+
     def faults(self, kind: str) -> WatchFaults:
         return self.state.faults[kind]
 
@@ -200,11 +212,18 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 },
             )
 
+        def _down(self) -> bool:
+            if api.state.down:
+                self._status(503, "ServiceUnavailable", "the API server is down (an outage)")
+            return api.state.down
+
         def do_GET(self) -> None:
             url = urlparse(self.path)
             query = parse_qs(url.query)
             with api.cond:
                 api.state.requests.append(("GET", url.path, query))
+            if self._down():
+                return
             parts = url.path.strip("/").split("/")
             if parts[:3] == ["apis", "coordination.k8s.io", "v1"] and len(parts) == 7:
                 holder = api.state.leases.get(f"{parts[4]}/{parts[6]}")
@@ -286,6 +305,9 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             deadline = time.monotonic() + timeout
             try:
                 while not api.closing:
+                    if api.state.down:  # cut, as a dying API server or proxy would
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                     with api.cond:
                         pending = [e for e in api.state.events[kind] if e.rv > since]
                         if not pending or faults.stall:
@@ -317,6 +339,8 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             url = urlparse(self.path)
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            if self._down():
+                return
             parts = url.path.strip("/").split("/")
             with api.cond:
                 api.state.requests.append(("PATCH", url.path, {}))
@@ -337,6 +361,8 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             url = urlparse(self.path)
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            if self._down():
+                return
             with api.cond:
                 api.state.requests.append(("POST", url.path, {}))
             parts = url.path.strip("/").split("/")

@@ -84,7 +84,9 @@ class Verbs:
         runtime = self.runtime
         pod = _pod(body)
         nodes = wire.parse_nodes(body)
+        stale = runtime.staleness()
         with runtime.lock:
+            runtime.scheduler.stale = stale
             result = runtime.scheduler.filter(
                 runtime.store.snapshot(), pod, nodes.names, runtime.clock()
             )
@@ -102,7 +104,9 @@ class Verbs:
         runtime = self.runtime
         pod = _pod(body)
         candidates = wire.parse_victims(body)
+        stale = runtime.staleness()
         with runtime.lock:
+            runtime.scheduler.stale = stale
             kept = runtime.scheduler.preempt(
                 runtime.store.snapshot(), pod, candidates, runtime.clock()
             )
