@@ -139,8 +139,10 @@ class Kicker:
         interval: float = 0.5,
         on_kick: Callable[[int], None] = lambda n: None,
         after: Callable[[], None] = lambda: None,
+        every: Callable[[], None] = lambda: None,
     ) -> None:
         self._after = after  # slower work of the pass (Events), once the nudges are out
+        self._every = every  # work of every pass, leading or not (looking for late CRDs)
         self._candidates = candidates
         self._patcher = patcher
         self.leadership = leadership
@@ -150,6 +152,7 @@ class Kicker:
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> int:
+        self._every()
         if not self.leadership.is_leader():
             return 0
         refs = self._candidates()

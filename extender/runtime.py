@@ -45,6 +45,7 @@ from extender.metrics import Metrics
 from extender.policy_file import PolicyWatcher, load_policy
 from extender.settings import Settings
 
+REDISCOVER_SECONDS = 3.0  # how often a PodGroup kind that pods wait for is looked for again
 LEARN_SECONDS = 60.0  # how often the mix of job shapes placement scores keep room for is counted
 
 log = logging.getLogger("gangplank")
@@ -103,7 +104,9 @@ class Runtime:
             kick_interval,
             on_kick=lambda n: metrics.kicks.inc(n),
             after=self.tell_untold,
+            every=self.rediscover,
         )
+        self._rediscovered_at = float("-inf")
         metrics.watch_cache(store.counts, self._contacts, stale=self.staleness)
         metrics.watch_gangs(self.gang_counts)
         metrics.watch_queues(self.queue_metrics)
@@ -271,6 +274,31 @@ class Runtime:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+    def rediscover(self) -> None:
+        """A PodGroup kind that was not installed is looked for again within seconds once a
+        waiting pod names a PodGroup of it (its CRD may have been installed since; Kubernetes'
+        own may have been switched on), rather than at the next 60-second poll."""
+        now = time.monotonic()
+        if now - self._rediscovered_at < REDISCOVER_SECONDS:
+            return
+        self._rediscovered_at = now
+        absent = {
+            POD_GROUP_KINDS[r.kind][0]: r
+            for r in self.reflectors
+            if r.absent and r.kind in POD_GROUP_KINDS
+        }
+        if not absent:
+            return
+        for key, members in self.store.snapshot().groups.items():
+            source = key.split(":", 1)[0]
+            reflector = absent.get(source)
+            if reflector is not None and any(p.active and p.node_name is None for p in members):
+                log.debug("%s: pods of %s wait for it; looking for the kind again", source, key)
+                reflector.recheck()
+                del absent[source]
+                if not absent:
+                    return
 
     def staleness(self) -> str:
         """Why the cached view may not be trusted now, or "" while every watch has been down

@@ -3,11 +3,13 @@ kube-scheduler stand-in driving the verbs pod by pod, with parking and retries a
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.builders import gang_pods, job, node, pod, pod_group
+from tests.builders import gang_pods, job, native_member, native_pod_group, node, pod, pod_group
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
 
@@ -192,3 +194,49 @@ def test_a_partly_bound_gang_is_completed_first_next_to_its_running_members(
         placed = scheduler.bound("resume")
         assert len(placed) == 3
         assert set(placed.values()) <= {"b0", "b1", "b2"}, "the running member's rack"
+
+
+def _volcano(name: str) -> dict[str, Any]:
+    return pod(name, gpu=8, annotations={"scheduling.k8s.io/group-name": "pg"})
+
+
+def _coscheduling(name: str) -> dict[str, Any]:
+    return pod(name, gpu=8, labels={"scheduling.x-k8s.io/pod-group": "pg"})
+
+
+def _native(name: str) -> dict[str, Any]:
+    return native_member(name, "pg", gpu=8)
+
+
+@pytest.mark.parametrize(
+    "kind,member,group",
+    [
+        ("volcano-podgroups", _volcano, pod_group("pg", 2)),
+        ("coscheduling-podgroups", _coscheduling, pod_group("pg", 2)),
+        ("native-podgroups", _native, native_pod_group("pg", 2)),
+    ],
+    ids=["Volcano CRD", "coscheduling CRD", "Kubernetes' own PodGroup API switched on"],
+)
+def test_a_podgroup_kind_installed_after_gangplank_starts_is_picked_up_within_seconds(
+    api: FakeApiServer,
+    kind: str,
+    member: Callable[[str], dict[str, Any]],
+    group: dict[str, Any],
+) -> None:
+    """Not at the next 60-second poll: a waiting pod that names a PodGroup of a kind not
+    installed makes gangplank look for the kind again (every 3 s at most), and the parked
+    members are nudged once the PodGroup says the gang is complete."""
+    api.state.absent.add(kind)
+    add_nodes(api, 2)
+    with Extender(api) as extender:
+        scheduler = KubeScheduler(api, extender)
+        create(api, *[member(f"v{i}") for i in range(2)])
+        scheduler.settle()
+        assert scheduler.bound("v") == {}
+        installed = time.monotonic()
+        api.install(kind)
+        api.put(kind, group)
+        scheduler.settle(idle=10, timeout=20, until=lambda: len(scheduler.bound("v")) == 2)
+        took = time.monotonic() - installed
+        assert len(scheduler.bound("v")) == 2, scheduler.reasons
+        assert took < 10, f"picked up after {took:.1f} s"

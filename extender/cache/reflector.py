@@ -116,6 +116,7 @@ class Reflector:
         self._backoff = backoff or Backoff()
         self._clock = clock
         self._stop = threading.Event()
+        self._wake = threading.Event()  # look for an absent kind again now
         self._response: Any = None
         self.synced = threading.Event()
         self.resource_version = ""
@@ -127,6 +128,7 @@ class Reflector:
     # ---- control ------------------------------------------
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         response = self._response
         if response is not None:
             # Shut the socket down to wake the thread blocked reading it (close() alone does
@@ -135,6 +137,11 @@ class Reflector:
                 response.connection.sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(Exception):
                 response.close()
+
+    def recheck(self) -> None:
+        """Look for an absent kind again now rather than at the next poll (`absent_retry`): a pod
+        names a PodGroup of a kind that was not installed when last looked for."""
+        self._wake.set()
 
     def down_for(self) -> float:
         """Seconds the kind's lists and watches have been failing (0 while they work)."""
@@ -153,7 +160,8 @@ class Reflector:
             try:
                 if need_list:
                     if not self.list_and_replace():
-                        self._stop.wait(self._absent_retry)
+                        self._wake.wait(self._absent_retry)
+                        self._wake.clear()
                         continue
                     need_list = False
                 if max_watches is not None and watches >= max_watches:

@@ -161,6 +161,11 @@ class FakeApiServer:
             self.state.compacted[kind] = self.state.rv
             self.state.events[kind] = []
 
+    def install(self, kind: str) -> None:
+        """Serve `kind` from now on (its CRD installed, or its API switched on)."""
+        with self.cond:
+            self.state.absent.discard(kind)
+
     def go_down(self) -> None:
         """An outage: open watches are cut and every call is answered 503 until `come_back`."""
         with self.cond:
