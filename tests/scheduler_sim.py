@@ -35,7 +35,7 @@ from extender.core.gang_scheduler import GangConfig, GangScheduler
 from extender.core.policy import Policy
 from extender.events import ApiEventRecorder
 from extender.evictor import ApiEvictor
-from extender.kicker import AlwaysLeader, ApiPatcher
+from extender.kicker import AlwaysLeader, ApiPatcher, LeaseLeadership
 from extender.metrics import Metrics
 from extender.runtime import Runtime, build_reflectors
 from extender.web.app import create_app
@@ -58,7 +58,11 @@ class Extender:
         policy: Policy | None = None,
         policy_path: str | None = None,
         stale_after: float = 30.0,
+        identity: str | None = None,
     ) -> None:
+        """`identity`: this replica's name beside its kube-scheduler; it leads while the
+        scheduler's Lease (kube-system/gangplank-scheduler) is held by `<identity>_...`.
+        None: always the leader."""
         api_client = client.ApiClient(client.Configuration(host=api.url))
         bind_client = client.ApiClient(client.Configuration(host=api.url))
         self.store = ClusterStore()
@@ -70,7 +74,15 @@ class Extender:
             build_reflectors(self.store, api_client, metrics),
             gangs=GangScheduler(config),
             patcher=ApiPatcher(client.CoreV1Api(bind_client)),
-            leadership=AlwaysLeader(),
+            leadership=AlwaysLeader()
+            if identity is None
+            else LeaseLeadership(
+                client.CoordinationV1Api(bind_client),
+                "kube-system",
+                "gangplank-scheduler",
+                identity,
+                cache_seconds=0.1,
+            ),
             kick_interval=0.1,
             policy=policy,
             policy_path=policy_path,

@@ -1,0 +1,183 @@
+"""Failover and restart: two gangplank replicas, each beside its own kube-scheduler, and a Lease
+saying which scheduler leads (only the leader's scheduler calls its gangplank). The leader dies
+while a gang is planned, half bound or fully bound, or while a reclaim is evicting; the other
+takes over. Afterwards: no capacity double-booked, no gang left running in part, no reservation
+left behind, no eviction repeated, quota usage equal to a fresh recount, and the standby
+answered correctly the moment it was asked (its cache was warm).
+
+Everything runs for real over HTTP: the fake API server (with Leases), two gangplank runtimes
+with their reflectors, and the kube-scheduler stand-in of tests/scheduler_sim.py."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from extender.core.policy import parse_policy
+from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
+from tests.fakeapi import FakeApiServer
+from tests.scheduler_sim import Extender, KubeScheduler
+
+LEASE = "kube-system/gangplank-scheduler"
+POLICY = parse_policy(policy_doc(queue("team-a", guarantee=gpus(64), namespaces=["default"])))
+STARTED = "2026-12-01T00:00:00Z"
+
+
+@contextlib.contextmanager
+def replicas(api: FakeApiServer) -> Iterator[tuple[Extender, Extender]]:
+    """Replica a leads; b stands by (both watching, both warm)."""
+    api.state.leases[LEASE] = "a_1f2e"
+    with (
+        Extender(api, policy=POLICY, identity="a") as a,
+        Extender(api, policy=POLICY, identity="b") as b,
+    ):
+        yield a, b
+
+
+def fail_over(api: FakeApiServer, dead: Extender) -> None:
+    """The leader's pod dies: its gangplank stops, b's scheduler takes the Lease."""
+    dead.__exit__(None, None, None)
+    api.state.leases[LEASE] = "b_9c0d"
+
+
+def add_nodes(api: FakeApiServer, count: int) -> None:
+    for i in range(count):
+        api.put("nodes", node(f"n{i}", gpu=8, cpu="64"))
+
+
+def schedule(scheduler: KubeScheduler, *names: str) -> None:
+    """One scheduling cycle for each named pod (filter, prioritize, bind), in order."""
+    scheduler._observe()
+    for name in names:
+        scheduler.schedule_one(f"default/{name}")
+
+
+def bound(api: FakeApiServer, prefix: str) -> dict[str, str]:
+    with api.cond:
+        return {
+            p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in api.state.objects["pods"].values()
+            if p["metadata"]["name"].startswith(prefix) and p["spec"].get("nodeName")
+        }
+
+
+def assert_no_double_booking(api: FakeApiServer) -> None:
+    used: Counter[str] = Counter()
+    with api.cond:
+        for p in api.state.objects["pods"].values():
+            if p["spec"].get("nodeName"):
+                requests = p["spec"]["containers"][0]["resources"]["requests"]
+                used[p["spec"]["nodeName"]] += int(requests.get("nvidia.com/gpu", 0))
+    assert all(gpus_used <= 8 for gpus_used in used.values()), used
+
+
+def assert_nothing_left_behind(extender: Extender) -> None:
+    status = extender.get("/status")
+    assert status["gangs"]["partial"] == 0, status
+    assert status["reserved_pods"] == 0 and status["plans"] == [], status
+
+
+def usage(extender: Extender) -> list[tuple[str, Any]]:
+    return [(q["name"], q["used"]) for q in extender.get("/queues")["queues"]]
+
+
+def recount_equals(api: FakeApiServer, extender: Extender) -> None:
+    """A replica started now, from the API server alone, counts the same quota usage."""
+    with Extender(api, policy=POLICY, identity="fresh") as fresh:
+        assert usage(extender) == usage(fresh)
+
+
+@pytest.mark.parametrize("bound_before", [0, 2, 4], ids=["planned", "half bound", "fully bound"])
+def test_the_new_leader_completes_a_gang_the_old_one_left_without_double_booking(
+    api: FakeApiServer, bound_before: int
+) -> None:
+    add_nodes(api, 4)
+    for member in gang_pods("ring", 4, gpu=8):
+        api.put("pods", member)
+    with replicas(api) as (a, b):
+        old = KubeScheduler(api, a)
+        old._observe()
+        if bound_before == 0:  # the first member's filter made the plan; nothing bound
+            status, answer = a.post(
+                "filter", {"Pod": old_pod(api, "ring-0"), "NodeNames": [f"n{i}" for i in range(4)]}
+            )
+            assert status == 200 and len(answer["NodeNames"]) == 1
+        else:
+            schedule(old, *[f"ring-{i}" for i in range(bound_before)])
+        assert len(bound(api, "ring")) == bound_before
+        fail_over(api, a)
+        # Work arriving meanwhile must not take the room the partial gang needs.
+        for member in gang_pods("other", 2, gpu=8):
+            api.put("pods", member)
+        new = KubeScheduler(api, b)
+        new.settle(timeout=30, until=lambda: len(bound(api, "ring")) == 4)
+        new.settle()
+        assert len(bound(api, "ring")) == 4, new.reasons
+        assert len(set(bound(api, "ring").values())) == 4, "one member a node"
+        assert bound(api, "other") == {}, "no room left for the other gang"
+        assert_no_double_booking(api)
+        assert_nothing_left_behind(b)
+        recount_equals(api, b)
+
+
+def old_pod(api: FakeApiServer, name: str) -> dict[str, Any]:
+    with api.cond:
+        found: dict[str, Any] = api.state.objects["pods"][f"default/{name}"]
+        return found
+
+
+def test_the_standby_answers_correctly_the_moment_it_is_asked(api: FakeApiServer) -> None:
+    add_nodes(api, 4)
+    for i in range(3):
+        running = pod(f"busy-{i}", gpu=8, node=f"n{i}")
+        running["status"] = {"phase": "Running", "startTime": STARTED}
+        api.put("pods", running)
+    with replicas(api) as (a, b):
+        deadline = time.monotonic() + 10
+        while len(b.store.snapshot().nodes["n0"].pods) != 1:  # b's watch keeps it warm
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        fail_over(api, a)
+        asked = time.monotonic()
+        member = gang_pods("next", 1, gpu=8)[0]  # a gang of one: gangplank places it itself
+        api.put("pods", member)
+        status, answer = b.post("filter", {"Pod": member, "NodeNames": [f"n{i}" for i in range(4)]})
+        took = time.monotonic() - asked
+        assert status == 200 and answer["NodeNames"] == ["n3"], answer
+        assert took < 1.0, f"the standby took {took:.2f} s"
+
+
+def test_the_new_leader_repeats_no_eviction_the_old_one_made(api: FakeApiServer) -> None:
+    add_nodes(api, 8)
+    for gang, first in (("low-a", 0), ("low-b", 4)):
+        for i, member in enumerate(gang_pods(gang, 4, gpu=8)):
+            member["spec"]["nodeName"] = f"n{first + i}"
+            member["status"] = {"phase": "Running", "startTime": STARTED}
+            api.put("pods", member)
+    with replicas(api) as (a, b):
+        old = KubeScheduler(api, a)
+        for member in gang_pods("urgent", 4, gpu=8, priority=1000):
+            api.put("pods", member)
+
+        def evicted() -> list[tuple[str, str, bool]]:
+            return [e for e in api.state.evictions if not e[2]]
+
+        old.settle(timeout=30, until=lambda: len(evicted()) >= 4)
+        assert len(evicted()) == 4, "the old leader evicted one whole gang"
+        fail_over(api, a)
+        new = KubeScheduler(api, b)
+        new.settle(timeout=30, until=lambda: len(bound(api, "urgent")) == 4)
+        new.settle()
+        assert len(bound(api, "urgent")) == 4, new.reasons
+        assert len(evicted()) == 4, f"no eviction repeated or added: {evicted()}"
+        assert sorted(Counter(e[1] for e in evicted()).values()) == [1, 1, 1, 1]
+        survivors = {g for g in ("low-a", "low-b") if len(bound(api, g)) == 4}
+        assert len(survivors) == 1, "the other low-priority gang is untouched"
+        assert_no_double_booking(api)
+        assert_nothing_left_behind(b)
+        recount_equals(api, b)
