@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_STAMP := $(VENV)/.demo-stamp
 
-.PHONY: install demo test lint types unit bench clean prometheus
+.PHONY: install demo test lint types unit bench soak clean prometheus
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,3 +58,8 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+
+# 30 minutes of gangs, queues, churn and pass-through calls against a live gangplank, loopback
+# only; writes its figures into docs/reliability.md and docs/soak.png.
+soak: install
+	$(BIN)/python -m loadtest.soak --minutes 30 --write docs/reliability.md --plot docs/soak.png

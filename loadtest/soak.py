@@ -1,0 +1,256 @@
+"""`make soak`: gangplank under real gunicorn for 30 minutes with everything at once, on loopback
+only, stopping itself; the figures go into docs/reliability.md and a plot into docs/soak.png.
+
+What runs: a fake API server holding a synthetic GPU cluster; `gangplank serve` (one worker)
+watching it with the demo's three-team policy; the simulator's kube-scheduler stand-in driving a
+generated workload of single pods and gangs through filter, prioritize, preempt and bind over HTTP
+in wall-clock time (pods created, bound, finished and deleted: churn on every watch); and, beside
+it, pass-through filter+prioritize pairs at a steady rate, as kube-scheduler sends them for pods
+outside gangs and queues. Every 30 s: the worker's memory and the pairs' latency.
+
+    python -m loadtest.soak [--minutes 30] [--rate 100] [--nodes 256] [--write docs/reliability.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from extender.sim.cluster import load_cluster
+from extender.sim.driver import Driver, Options, WallClock
+from extender.sim.http import HttpExtender
+from extender.sim.live import DATA, DEMO_SHAPES
+from extender.sim.workload import Mix, generate
+from loadtest.bench import FIXTURE_POD, rss_mib
+from loadtest.http_suite import _worker, drive, quantile
+from loadtest.live import free_port
+
+WINDOW_SECONDS = 30.0
+BEGIN, END = "<!-- soak:begin -->", "<!-- soak:end -->"
+
+
+def passthrough_body(nodes: list[dict[str, Any]]) -> bytes:
+    pod = json.loads(FIXTURE_POD.read_text())["Pod"]
+    for container in pod["spec"]["containers"]:
+        for part in ("requests", "limits"):
+            container["resources"].get(part, {}).pop("nvidia.com/gpu", None)
+    names = [n["metadata"]["name"] for n in nodes]
+    return orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+
+
+def answered_codes(base: str) -> dict[str, float]:
+    """gangplank_requests_total by status code, from the server's own metrics."""
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    codes: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("gangplank_requests_total{"):
+            code = line.split('code="', 1)[1].split('"', 1)[0]
+            codes[code] = codes.get(code, 0.0) + float(line.rsplit(" ", 1)[1])
+    return codes
+
+
+def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
+    seconds = minutes * 60
+    nodes = load_cluster(f"synthetic:{node_count}x8")
+    gpus = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", 0)) for n in nodes)
+    mix = Mix(
+        jobs=int(60 * minutes),
+        hours=seconds / 3600,
+        load=1.2,  # more than fits: queues hold work back, gangs wait for room
+        seed=11,
+        queues={"team-a": 2, "team-b": 1, "team-c": 1},
+        shapes=DEMO_SHAPES,
+        sigma=0.7,
+        min_duration=5.0,
+    )
+    workload = generate(mix, gpus)
+    port = free_port()
+    extender = HttpExtender(port, DATA / "demo-policy.yaml", log_level="error")
+    driver = Driver(
+        nodes,
+        workload,
+        extender,
+        Options(kick_seconds=0.5, sample_seconds=10.0, until=seconds, stall_seconds=30.0),
+        clock=WallClock(),
+    )
+    failure: list[BaseException] = []
+    stop_server = extender.stop
+    extender.stop = lambda: None  # type: ignore[method-assign]  # stopped here, after the figures
+
+    def drive_workload() -> None:
+        try:
+            driver.run()
+        except BaseException as err:  # reported below, not lost in the thread
+            failure.append(err)
+
+    thread = threading.Thread(target=drive_workload, name="workload", daemon=True)
+    started = time.monotonic()
+    thread.start()
+    while extender.process is None or not _ready(extender.base):
+        if failure or time.monotonic() - started > 120:
+            raise RuntimeError(f"gangplank did not start: {failure}")
+        time.sleep(0.5)
+    worker = _worker(extender.process.pid)
+    body = passthrough_body(nodes)
+    windows: list[dict[str, Any]] = []
+    pair_errors = 0
+    began = time.monotonic()
+    print(
+        f"soak: {minutes:g} min, {len(nodes)} nodes ({gpus} GPUs), {len(workload)} jobs, "
+        f"pass-through pairs at {rate:g}/s, gangplank on {extender.base}",
+        flush=True,
+    )
+    while time.monotonic() - began < seconds and thread.is_alive():
+        try:
+            samples = drive(port, body, WINDOW_SECONDS, connections=2, rate=rate)
+        except RuntimeError as err:  # a non-200 answer
+            pair_errors += 1
+            print(f"soak: pass-through call failed: {err}", file=sys.stderr, flush=True)
+            continue
+        window = {
+            "minute": round((time.monotonic() - began) / 60, 2),
+            "rss_mib": round(rss_mib(worker), 1),
+            "pairs": len(samples["filter"]),
+            **{
+                f"{verb}_{name}": round(value, 2)
+                for verb, values in samples.items()
+                if values
+                for name, value in (
+                    ("p50", statistics.median(values) * 1e3),
+                    ("p99", quantile(values, 0.99)),
+                )
+            },
+        }
+        windows.append(window)
+        print(f"soak: {json.dumps(window)}", flush=True)
+    thread.join(max(0.0, seconds + 60 - (time.monotonic() - began)))
+    driver_running = thread.is_alive()
+    try:
+        codes = answered_codes(extender.base)
+    finally:
+        stop_server()
+    started_jobs = sum(1 for r in driver.records if r.started is not None)
+    return {
+        "minutes": minutes,
+        "nodes": len(nodes),
+        "gpus": gpus,
+        "jobs": len(workload),
+        "jobs_started": started_jobs,
+        "rate": rate,
+        "windows": windows,
+        "codes": codes,
+        "pair_errors": pair_errors,
+        "workload_error": repr(failure[0]) if failure else "",
+        "driver_ran_to_the_end": not driver_running,
+    }
+
+
+def _ready(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def markdown(result: dict[str, Any]) -> str:
+    windows = result["windows"]
+    errors = sum(v for code, v in result["codes"].items() if code != "200")
+    calls = sum(result["codes"].values())
+    first, last = windows[0], windows[-1]
+    p99s = [w["filter_p99"] for w in windows]
+    lines = [
+        BEGIN,
+        f"Measured {time.strftime('%Y-%m-%d')} on this machine (2 cores), `make soak`: "
+        f"{result['minutes']:g} minutes, {result['nodes']} nodes ({result['gpus']} GPUs), "
+        f"{result['jobs']:,} jobs of three teams ({result['jobs_started']:,} started), "
+        f"pass-through pairs at {result['rate']:g}/s beside them.",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| extender calls answered | {calls:,.0f} |",
+        f"| answered other than 200 (4xx, 5xx) | {errors:,.0f} |",
+        f"| pass-through pairs refused or failed | {result['pair_errors']} |",
+        f"| worker RSS, first / last / highest window | {first['rss_mib']:.0f} / "
+        f"{last['rss_mib']:.0f} / {max(w['rss_mib'] for w in windows):.0f} MiB |",
+        f"| filter p99, first / last / worst window | {first['filter_p99']:.1f} / "
+        f"{last['filter_p99']:.1f} / {max(p99s):.1f} ms |",
+        f"| filter p50, first / last window | {first['filter_p50']:.2f} / "
+        f"{last['filter_p50']:.2f} ms |",
+        f"| prioritize p99, first / last window | {first['prioritize_p99']:.1f} / "
+        f"{last['prioritize_p99']:.1f} ms |",
+        "",
+        "![memory and latency over the soak](soak.png)",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    windows = result["windows"]
+    minutes = [w["minute"] for w in windows]
+    figure, (memory, latency) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
+    memory.plot(minutes, [w["rss_mib"] for w in windows], color="tab:blue")
+    memory.set_ylabel("worker RSS (MiB)")
+    memory.set_ylim(bottom=0)
+    memory.set_title("gangplank soak: memory and pass-through latency, 30 s windows")
+    for key, style in (("filter_p50", "-"), ("filter_p99", "--"), ("prioritize_p99", ":")):
+        latency.plot(minutes, [w.get(key, 0) for w in windows], style, label=key.replace("_", " "))
+    latency.set_ylabel("ms")
+    latency.set_xlabel("minutes")
+    latency.set_ylim(bottom=0)
+    latency.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write(result: dict[str, Any], doc: Path, picture: Path) -> None:
+    text = doc.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{doc} has no {BEGIN} ... {END} section to write the figures into")
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    doc.write_text(head + markdown(result) + tail)
+    plot(result, picture)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="loadtest.soak", description=__doc__)
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--rate", type=float, default=100.0, help="pass-through pairs a second")
+    parser.add_argument("--nodes", type=int, default=64, help="nodes of 8 GPUs")
+    parser.add_argument("--write", type=Path, help="markdown file with a soak section to fill")
+    parser.add_argument("--plot", type=Path, default=Path("docs/soak.png"))
+    parser.add_argument("--json", type=Path, help="write every figure here too")
+    args = parser.parse_args(argv)
+    result = run(args.minutes, args.rate, args.nodes)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    if not result["windows"]:
+        print("soak: no window completed", file=sys.stderr)
+        return 1
+    print(markdown(result))
+    if args.write:
+        write(result, args.write, args.plot)
+    errors = sum(v for code, v in result["codes"].items() if code != "200")
+    return 1 if errors or result["pair_errors"] or result["workload_error"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
