@@ -34,6 +34,7 @@ class Settings:
     policy: str | None = None
     threads: int = 8
     max_body_bytes: int = 64 * 1024 * 1024
+    body_seconds: float = 10.0
     watch_timeout: int = 300
     read_timeout: float = 120.0
     leader_lease: str | None = None
@@ -127,6 +128,8 @@ FLAGS: dict[str, str] = {
     "pending pods are the work waiting in queues",
     "threads": "request threads of the single worker",
     "max_body_bytes": "largest request body accepted",
+    "body_seconds": "seconds a client may go silent while sending a request body before it is "
+    "answered 408 (a stalled client must not hold one of the worker's threads)",
     "leader_lease": "NAMESPACE/NAME of the scheduler's leader-election Lease; gangplank acts on "
     "its own (nudging parked pods) only while its scheduler holds it. Unset: always",
     "identity": "this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",

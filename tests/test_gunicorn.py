@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import ssl
 import subprocess
 import sys
@@ -122,6 +123,36 @@ def test_verbs_sent_chunked_or_too_large_are_answered_and_the_server_keeps_servi
         connection.request("POST", "/scheduler/filter", body=body)
         assert connection.getresponse().status == 200
         assert get(f"{served.base}/scheduler/filter")[0] == 405
+
+
+def test_a_client_that_stalls_mid_body_is_answered_408_and_holds_no_thread(
+    cluster: FakeApiServer, tmp_path: Path
+) -> None:
+    """Every one of the worker's threads stalled by a client that stopped sending its body, and
+    yet a well-behaved call is answered: the stalled ones get 408 after --body-seconds."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
+    flags = ("--kubeconfig", str(kubeconfig), "--body-seconds", "1", "--threads", "2")
+    with Served(*flags) as served:
+        stalled = []
+        for _ in range(2):  # as many as the worker has threads
+            sock = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+            sock.sendall(
+                b"POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                b'\r\nContent-Length: 1000\r\n\r\n{"Pod": '
+            )
+            stalled.append(sock)
+        asked = time.monotonic()
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        connection.request("POST", "/scheduler/filter", body=json.dumps(REPLAY_BODY()))
+        assert connection.getresponse().status == 200
+        assert time.monotonic() - asked < 5, "the stalled clients freed their threads"
+        for sock in stalled:
+            answer = http.client.HTTPResponse(sock)
+            answer.begin()
+            assert answer.status == 408
+            reason = json.loads(answer.read())["Error"]
+            assert "the client sent nothing for 1 s (--body-seconds)" in reason
+            sock.close()
 
 
 def REPLAY_BODY() -> dict[str, Any]:

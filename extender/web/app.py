@@ -57,7 +57,7 @@ def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
 
     # The verbs skip Flask's dispatch under a server and under Flask's test client alike.
     app.wsgi_app = VerbDispatch(  # type: ignore[method-assign]
-        app.wsgi_app, verbs, settings.url_prefix, settings.max_body_bytes
+        app.wsgi_app, verbs, settings.url_prefix, settings.max_body_bytes, settings.body_seconds
     )
     return app
 

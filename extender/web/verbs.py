@@ -144,9 +144,15 @@ class VerbDispatch:
     """WSGI: POST to a verb's path is answered by `Verbs`; anything else goes to `app`."""
 
     def __init__(
-        self, app: WSGIApplication, verbs: Verbs, url_prefix: str, max_body_bytes: int
+        self,
+        app: WSGIApplication,
+        verbs: Verbs,
+        url_prefix: str,
+        max_body_bytes: int,
+        body_seconds: float = 10.0,
     ) -> None:
         self.app = app
+        self.body_seconds = body_seconds
         self.verbs = verbs
         prefix = "" if url_prefix == "/" else url_prefix.rstrip("/")
         self.paths = {f"{prefix}/{verb}": verb for verb in VERBS}
@@ -164,6 +170,21 @@ class VerbDispatch:
         return [body]
 
     def _answer(self, verb: str, environ: WSGIEnvironment) -> Answer:
+        # Under gunicorn, a client that goes silent mid-body is dropped after `body_seconds`
+        # rather than holding a thread (gunicorn sets the socket's mode again for the next call).
+        sock = environ.get("gunicorn.socket")
+        if sock is not None:
+            sock.settimeout(self.body_seconds)
+        try:
+            return self._read_and_answer(verb, environ)
+        except TimeoutError:
+            return error(
+                f"request body not received: the client sent nothing for {self.body_seconds:g} s "
+                "(--body-seconds)",
+                408,
+            )
+
+    def _read_and_answer(self, verb: str, environ: WSGIEnvironment) -> Answer:
         limit = self.max_body_bytes
         length_text = environ.get("CONTENT_LENGTH") or ""
         stream = environ["wsgi.input"]
