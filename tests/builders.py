@@ -9,6 +9,7 @@ from typing import Any
 
 from extender.convert import node_from_api, pod_from_api
 from extender.core.model import NodeInfo, PodInfo
+from extender.core.preemption import Eviction
 
 FIXTURES = Path(__file__).parent / "data" / "kube-scheduler"
 _ids = itertools.count(1)
@@ -214,3 +215,21 @@ def policy_doc(*queues: dict[str, Any]) -> dict[str, Any]:
 
 def gpus(n: int) -> dict[str, Any]:
     return {"nvidia.com/gpu": n}
+
+
+def eviction(name: str, namespace: str = "default") -> Eviction:
+    """An eviction of single pod `name`, as preemption plans one (for tests of who carries it
+    out, and when)."""
+    return Eviction(
+        job=f"pod:{namespace}/{name}",
+        namespace=namespace,
+        name=name,
+        uid="",
+        grace_seconds=None,
+        rule="priority",
+        queue="",
+        gpu_seconds=0.0,
+        message="evicted by gangplank (test)",
+        preemptor=(namespace, "urgent"),
+        preemptor_message="",
+    )

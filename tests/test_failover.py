@@ -14,12 +14,14 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from extender.core.policy import parse_policy
-from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
+from tests.builders import eviction, gang_pods, gpus, node, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
 
@@ -77,9 +79,17 @@ def assert_no_double_booking(api: FakeApiServer) -> None:
 
 
 def assert_nothing_left_behind(extender: Extender) -> None:
-    status = extender.get("/status")
+    """No partial gang, no plan or reservation left (a plan whose members all bound goes once
+    the watch confirms the last binding: a moment)."""
+    deadline = time.monotonic() + 5
+    while True:
+        status = extender.get("/status")
+        clean = status["reserved_pods"] == 0 and status["plans"] == []
+        if clean or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert status["gangs"]["partial"] == 0, status
-    assert status["reserved_pods"] == 0 and status["plans"] == [], status
+    assert clean, status
 
 
 def usage(extender: Extender) -> list[tuple[str, Any]]:
@@ -92,14 +102,17 @@ def recount_equals(api: FakeApiServer, extender: Extender) -> None:
         assert usage(extender) == usage(fresh)
 
 
+@pytest.mark.parametrize("how", ["failover", "restart"])
 @pytest.mark.parametrize("bound_before", [0, 2, 4], ids=["planned", "half bound", "fully bound"])
 def test_the_new_leader_completes_a_gang_the_old_one_left_without_double_booking(
-    api: FakeApiServer, bound_before: int
+    api: FakeApiServer, bound_before: int, how: str
 ) -> None:
+    """`failover`: the other replica takes over; `restart`: the same replica comes back with
+    nothing in memory (its scheduler kept the Lease)."""
     add_nodes(api, 4)
     for member in gang_pods("ring", 4, gpu=8):
         api.put("pods", member)
-    with replicas(api) as (a, b):
+    with replicas(api) as (a, b), contextlib.ExitStack() as later:
         old = KubeScheduler(api, a)
         old._observe()
         if bound_before == 0:  # the first member's filter made the plan; nothing bound
@@ -110,19 +123,24 @@ def test_the_new_leader_completes_a_gang_the_old_one_left_without_double_booking
         else:
             schedule(old, *[f"ring-{i}" for i in range(bound_before)])
         assert len(bound(api, "ring")) == bound_before
-        fail_over(api, a)
+        if how == "failover":
+            fail_over(api, a)
+            taker = b
+        else:
+            a.__exit__(None, None, None)
+            taker = later.enter_context(Extender(api, policy=POLICY, identity="a"))
         # Work arriving meanwhile must not take the room the partial gang needs.
         for member in gang_pods("other", 2, gpu=8):
             api.put("pods", member)
-        new = KubeScheduler(api, b)
+        new = KubeScheduler(api, taker)
         new.settle(timeout=30, until=lambda: len(bound(api, "ring")) == 4)
         new.settle()
         assert len(bound(api, "ring")) == 4, new.reasons
         assert len(set(bound(api, "ring").values())) == 4, "one member a node"
         assert bound(api, "other") == {}, "no room left for the other gang"
         assert_no_double_booking(api)
-        assert_nothing_left_behind(b)
-        recount_equals(api, b)
+        assert_nothing_left_behind(taker)
+        recount_equals(api, taker)
 
 
 def old_pod(api: FakeApiServer, name: str) -> dict[str, Any]:
@@ -181,3 +199,58 @@ def test_the_new_leader_repeats_no_eviction_the_old_one_made(api: FakeApiServer)
         assert_no_double_booking(api)
         assert_nothing_left_behind(b)
         recount_equals(api, b)
+
+
+def test_a_policy_reload_in_flight_when_the_leader_dies_takes_effect_on_the_new_one(
+    api: FakeApiServer, tmp_path: Path
+) -> None:
+    """Both replicas read the policy from the same file (a mounted ConfigMap): a change the old
+    leader was still loading is not lost with it."""
+    path = tmp_path / "policy.yaml"
+    tight = policy_doc(queue("team-a", guarantee=gpus(8), max=gpus(8), namespaces=["default"]))
+    path.write_text(yaml.safe_dump(tight))
+    add_nodes(api, 4)
+    api.state.leases[LEASE] = "a_1f2e"
+    with (
+        Extender(api, policy_path=str(path), identity="a") as a,
+        Extender(api, policy_path=str(path), identity="b") as b,
+    ):
+        old = KubeScheduler(api, a)
+        api.put("pods", gang_pods("first", 1, gpu=8)[0])
+        old.settle(timeout=20, until=lambda: len(bound(api, "first")) == 1)
+        api.put("pods", gang_pods("second", 1, gpu=8)[0])
+        old.settle()
+        assert bound(api, "second") == {}, "team-a is at its max of 8 GPUs"
+        assert "max" in old.reasons["default/second-0"], old.reasons
+        roomy = policy_doc(queue("team-a", guarantee=gpus(8), max=gpus(32), namespaces=["default"]))
+        time.sleep(1.1)  # a new modification time for the watcher to see
+        path.write_text(yaml.safe_dump(roomy))
+        fail_over(api, a)  # at once: a may or may not have read it
+        new = KubeScheduler(api, b)
+        new.settle(idle=4, timeout=30, until=lambda: len(bound(api, "second")) == 1)
+        assert len(bound(api, "second")) == 1, new.reasons
+        assert_no_double_booking(api)
+        assert_nothing_left_behind(b)
+        with Extender(api, policy_path=str(path), identity="fresh") as fresh:
+            assert usage(b) == usage(fresh)
+
+
+def test_a_replica_that_lost_the_lease_carries_out_no_eviction_it_had_planned(
+    api: FakeApiServer,
+) -> None:
+    add_nodes(api, 1)
+    running = pod("low", gpu=8, node="n0")
+    running["status"] = {"phase": "Running", "startTime": STARTED}
+    api.put("pods", running)
+    with replicas(api) as (a, _b):
+        api.state.leases[LEASE] = "b_9c0d"  # b's scheduler leads now; a lives on
+        deadline = time.monotonic() + 5
+        while a.runtime.leading() and time.monotonic() < deadline:
+            a.runtime.kicker.leadership.is_leader()
+            time.sleep(0.05)
+        assert not a.runtime.leading()
+        with a.runtime.lock:
+            a.runtime.scheduler.preemption.pending.append(eviction("low"))
+        time.sleep(1.0)  # ten passes of a's kicker
+        assert api.state.evictions == [], "a no longer leads: it evicts no one"
+        assert bound(api, "low") == {"low": "n0"}

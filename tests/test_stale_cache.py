@@ -13,22 +13,35 @@ from collections.abc import Callable
 from typing import Any
 
 from extender.core.policy import parse_policy
-from extender.core.preemption import Eviction
-from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
+from tests.builders import eviction, gang_pods, gpus, node, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender
 
 NODES = ["n0", "n1", "n2", "n3"]
 
 
-def eventually(check: Callable[[], Any], what: str, timeout: float = 15.0) -> Any:
+def eventually(
+    check: Callable[[], Any],
+    what: str,
+    timeout: float = 15.0,
+    detail: Callable[[], str] = lambda: "",
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}"
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what} {detail()}"
         time.sleep(0.05)
+
+
+def watches(extender: Extender) -> str:
+    """Each kind's watch as the runtime sees it, for a failure message."""
+    return "; ".join(
+        f"{r.kind}: down {r.down_for():.1f} s ({r.down_reason}) at rv {r.resource_version}"
+        for r in extender.runtime.reflectors
+        if r.down_since is not None
+    )
 
 
 def cluster(api: FakeApiServer) -> None:
@@ -52,19 +65,6 @@ def in_cache(extender: Extender, count: int) -> bool:
     return len(extender.store.snapshot().groups.get("gangplank:default/ring", ())) == count
 
 
-EVICTION = Eviction(
-    job="pod:default/plain",
-    namespace="default",
-    name="plain",
-    uid="",
-    grace_seconds=None,
-    rule="priority",
-    queue="",
-    gpu_seconds=0.0,
-    message="evicted by gangplank (test)",
-    preemptor=("default", "urgent"),
-    preemptor_message="",
-)
 POLICY = parse_policy(policy_doc(queue("team-a", guarantee=gpus(8), namespaces=["team-a"])))
 
 
@@ -77,7 +77,9 @@ def test_a_stale_view_holds_gangs_and_queued_jobs_evicts_no_one_and_lets_other_p
         assert extender.runtime.staleness() == ""
         api.go_down()
         stale = eventually(extender.runtime.staleness, "the view counted stale")
-        assert "has not answered the watch of" in stale and "503" in stale
+        assert "has not answered the watch of" in stale
+        # First the cut stream, then the API server's own answer once a watch is tried again.
+        eventually(lambda: "503" in extender.runtime.staleness(), "the 503 in the reason")
 
         ready = extender.get("/readyz")
         assert ready["ready"] is True, "still ready: pass-through pods must keep flowing"
@@ -108,16 +110,26 @@ def test_a_stale_view_holds_gangs_and_queued_jobs_evicts_no_one_and_lets_other_p
         assert "view of the cluster is stale" in why["reason"], why
         # An eviction planned just before the view went stale waits for it to be fresh.
         with extender.runtime.lock:
-            extender.runtime.scheduler.preemption.pending.append(EVICTION)
+            extender.runtime.scheduler.preemption.pending.append(eviction("plain"))
         time.sleep(0.5)  # five passes of the kicker
         assert not [e for e in api.state.evictions if not e[2]], "nothing evicted while stale"
         api.come_back()
-        eventually(lambda: extender.runtime.staleness() == "", "fresh again", timeout=40)
+        eventually(
+            lambda: extender.runtime.staleness() == "",
+            "fresh again",
+            timeout=40,
+            detail=lambda: watches(extender),
+        )
         assert extender.get("/readyz")["reason"] == "cache synced"
         assert "gangplank_cache_stale 0.0" in extender.metrics()
         eventually(
             lambda: ("default", "plain", False) in api.state.evictions, "the eviction, once fresh"
         )
+        nudged = eventually(
+            lambda: {name for _, name, _ in api.state.patches} >= {"ring-0", "queued"},
+            "the pods told to wait for a fresh view nudged to be retried",
+        )
+        assert nudged
         ring = filter_call(extender, gang_pods("ring", 2, gpu=8)[0])
         assert len(ring["NodeNames"]) == 1, "the gang is planned once the view is fresh"
 
@@ -137,7 +149,12 @@ def test_the_cache_converges_after_an_outage_that_ends_in_a_410_storm(
         api.compact("nodes")
         api.faults("pods").gone_status = 3  # and the first watches after it answer 410
         api.come_back()
-        eventually(lambda: extender.runtime.staleness() == "", "fresh again", timeout=40)
+        eventually(
+            lambda: extender.runtime.staleness() == "",
+            "fresh again",
+            timeout=40,
+            detail=lambda: watches(extender),
+        )
         snapshot = eventually(
             lambda: (
                 (snap := extender.store.snapshot())

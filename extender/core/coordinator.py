@@ -42,6 +42,7 @@ FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is for
 HEAD_TRIES = 64  # jobs looked at for the head of the line (the first few are refused by quota)
 NO_VICTIMS_SECONDS = 30.0  # a search for victims that found none is not repeated on the same state
 NO_VICTIMS_LIMIT = 10_000
+STALE_WAITING_LIMIT = 100_000  # pods remembered to be nudged once the view is fresh
 RECLAIM_TRIES = 2  # jobs of the line looked at for preemption per pass (a dry run each)
 
 
@@ -81,6 +82,8 @@ class Coordinator:
         # Why the cluster view may not be trusted now ("" while it is fresh): the adapter sets it
         # before each call. While stale, nothing is planned, admitted or evicted on it.
         self.stale = ""
+        # Pods told to wait for a fresh view: nudged once it is fresh (uid -> namespace, name).
+        self.stale_waiting: dict[str, tuple[str, str]] = {}
         self.admitted: dict[str, float] = {}  # job -> when (an admission counts once)
         self.nudged: dict[str, float] = {}  # job -> when its refused pods were last nudged
         # Admitted, not bound yet: single pods between filter and bind (uid -> queue, pod, until),
@@ -191,6 +194,8 @@ class Coordinator:
             "is fresh (pods outside gangs and queues are still scheduled)"
         )
         self.reasons[key] = (reason, now)
+        if len(self.stale_waiting) < STALE_WAITING_LIMIT:
+            self.stale_waiting[pod.uid] = (pod.namespace, pod.name)
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
     def queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
@@ -401,6 +406,9 @@ class Coordinator:
         jobs refused by quota that their queue would admit now."""
         self._now = now
         refs = self.gangs.kick_candidates(snapshot, now)
+        if self.stale_waiting and not self.stale:  # fresh again: what waited for it goes on
+            refs += self.stale_waiting.values()
+            self.stale_waiting = {}
         if self.policy is None:
             return refs
         book = self._book(snapshot)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from extender.core.candidates import could_hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.placement import why_not_placeable
 
 # What a node has left for the holder: free_of(node, only=resources)
 FreeOf = Callable[..., dict[str, int]]
@@ -40,10 +40,9 @@ class Hold:
         hand its capacity to everyone. None when nothing is pending."""
         if not pending:
             return None
-        sample = pending[0]
-        usable = frozenset(
-            n.name for n in snapshot.nodes.values() if not why_not_placeable(sample, n)
-        )
+        # Nodes that could ever take a member (its constraints allow it, its allocatable is big
+        # enough): remembered per node generation, so a hold that moves reads no node for this.
+        usable = frozenset(could_hold(snapshot, pending))
         needs: dict[str, int] = {}
         for p in pending:
             for name, amount in p.requests.items():
