@@ -201,6 +201,38 @@ def test_the_new_leader_repeats_no_eviction_the_old_one_made(api: FakeApiServer)
         recount_equals(api, b)
 
 
+def test_a_gang_the_old_leader_evicted_in_part_is_evicted_whole_by_the_new_one(
+    api: FakeApiServer,
+) -> None:
+    """The old leader dies between two evictions of one victim gang: half of low-a is gone. The
+    new leader finishes cutting low-a (it can no longer run as a gang) rather than cutting into
+    low-b, which is whole: no gang is left running in part, and one gang pays, not two."""
+    add_nodes(api, 8)
+    for gang, first in (("low-a", 0), ("low-b", 4)):
+        for i, member in enumerate(gang_pods(gang, 4, gpu=8)):
+            member["spec"]["nodeName"] = f"n{first + i}"
+            member["status"] = {"phase": "Running", "startTime": STARTED}
+            api.put("pods", member)
+    with replicas(api) as (a, b):
+        fail_over(api, a)
+        for name in ("low-a-0", "low-a-1"):  # what a had sent for urgent before it died
+            api.state.evictions.append(("default", name, False))
+            api.delete("pods", "default", name)
+        for member in gang_pods("urgent", 4, gpu=8, priority=1000):
+            api.put("pods", member)
+        new = KubeScheduler(api, b)
+        new.settle(timeout=30, until=lambda: len(bound(api, "urgent")) == 4)
+        new.settle()
+        assert len(bound(api, "urgent")) == 4, new.reasons
+        assert bound(api, "low-a") == {}, "the rest of low-a is evicted"
+        assert len(bound(api, "low-b")) == 4, f"low-b is untouched: {api.state.evictions}"
+        evicted = [name for _, name, dry in api.state.evictions if not dry]
+        assert sorted(evicted) == [f"low-a-{i}" for i in range(4)], "each once"
+        assert_no_double_booking(api)
+        assert_nothing_left_behind(b)
+        recount_equals(api, b)
+
+
 def test_a_policy_reload_in_flight_when_the_leader_dies_takes_effect_on_the_new_one(
     api: FakeApiServer, tmp_path: Path
 ) -> None:

@@ -232,3 +232,20 @@ def test_a_search_for_priority_victims_starts_only_if_the_store_counts_a_lower_p
     assert plan(snap) == 1, "the low-priority pod is evicted"
     assert plan(replace(snap, queue_floor={("", "default"): 100})) == 0, "nothing lower: no search"
     assert plan(replace(snap, queue_floor=None)) == 1, "no floor kept: search every pod"
+
+
+def test_a_gang_already_running_short_is_chosen_before_a_whole_one_is_cut() -> None:
+    """low-a lost two members (a leader died between its evictions); low-b is whole and, by the
+    rule's order alone (most GPUs freed first), would be chosen: low-a goes instead."""
+    short = gang_on("low-a", ["n2", "n3"])
+    for member in short:
+        member["metadata"]["annotations"]["gangplank.io/gang-size"] = "4"
+    c = Cluster(nodes=nodes(8), pods=[*short, *gang_on("low-b", ["n4", "n5", "n6", "n7"])])
+    snap = c.snap()
+    assert search(c, gang_pods("urgent", 4, gpu=8, priority=100), 100).victims[0].key == (
+        "gangplank:default/low-b"
+    ), "the rule's order alone"
+    waiting = [pod_from_api(p) for p in gang_pods("urgent", 4, gpu=8, priority=100)]
+    preemption = Preemption(GangScheduler())
+    assert preemption.plan(snap, "gangplank:default/urgent", waiting, 4, None, NOW, None, None)
+    assert [e.job for e in preemption.pending] == ["gangplank:default/low-a"] * 2

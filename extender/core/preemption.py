@@ -36,6 +36,7 @@ from extender.core.victims import (
     Planner,
     PreemptionPlan,
     RunningJob,
+    broken_first,
     find_victims,
     placeable_nodes,
     priority_candidates,
@@ -167,6 +168,7 @@ class Preemption:
                 placeable,
             )
             candidates = priority_candidates(lower, queue, priority, rules_of, now)
+            candidates = broken_first(candidates, partial(self._runs_short, snapshot))
             if candidates:
                 found = find_victims(
                     snapshot, pods, needed, free, candidates, now, placeable, planner
@@ -205,6 +207,7 @@ class Preemption:
                 candidates = reclaim_candidates(
                     jobs, queue, book.borrowed, book.governed, rules_of, now, account
                 )
+                candidates = broken_first(candidates, partial(self._runs_short, snapshot))
                 if candidates:
                     found = find_victims(
                         snapshot, pods, needed, free, candidates, now, placeable, planner
@@ -225,6 +228,14 @@ class Preemption:
         self.outcomes.waits_before.append(max(0.0, now - created))
         self._queue_evictions(found.victims, key, pods, queue, rule, rules_of, book, now)
         return len(found.victims)
+
+    def _runs_short(self, snapshot: Snapshot, job: RunningJob) -> bool:
+        """A gang running fewer members than it needs, with no plan of gangplank's to complete
+        it (a gang mid-bind under a plan is not short)."""
+        if job.key in self.gangs.plans:
+            return False
+        gang = resolve_gang(snapshot, job.key)
+        return not gang.problem and len(job.pods) < gang.size
 
     @staticmethod
     def _queue_of(book: QueueBook | None) -> QueueOf:

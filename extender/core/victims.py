@@ -17,7 +17,9 @@ Two rules decide who may be a victim of whom:
 The search plans the waiting job on capacity that counts the candidates as gone. If even all of
 them do not make room, nothing is evicted. Otherwise candidates are added in the rule's order
 until the job fits, then any that the plan does not need are dropped again, the costliest first:
-few jobs, then few GPU-hours already run.
+few jobs, then few GPU-hours already run. A gang already running short of members (a leader
+died between two of its evictions) comes before the rule's order: it is evicted whole rather
+than another gang cut.
 """
 
 from __future__ import annotations
@@ -277,6 +279,19 @@ def find_victims(
             freed = freed_by(chosen)
             counted = fit_count(freed)
     return PreemptionPlan(assignments, chosen)
+
+
+def broken_first(
+    candidates: list[RunningJob], runs_short: Callable[[RunningJob], bool]
+) -> list[RunningJob]:
+    """The candidates with gangs already running short (fewer members bound than the gang needs,
+    and no plan to complete them: a leader died between two evictions, a member failed) first,
+    the rule's order kept within each part: finishing the cut of a gang that can no longer run
+    costs less than cutting a whole one."""
+    short = [j for j in candidates if not j.key.startswith("pod:") and runs_short(j)]
+    if not short:
+        return candidates
+    return short + [j for j in candidates if j not in short]
 
 
 RulesOf = Callable[[str | None], PreemptionRules]
