@@ -8,7 +8,7 @@ in wall-clock time (pods created, bound, finished and deleted: churn on every wa
 it, pass-through filter+prioritize pairs at a steady rate, as kube-scheduler sends them for pods
 outside gangs and queues. Every 30 s: the worker's memory and the pairs' latency.
 
-    python -m loadtest.soak [--minutes 30] [--rate 100] [--nodes 256] [--write docs/reliability.md]
+    python -m loadtest.soak [--minutes 30] [--rate 250] [--nodes 64] [--write docs/reliability.md]
 """
 
 from __future__ import annotations
@@ -233,7 +233,12 @@ def write(result: dict[str, Any], doc: Path, picture: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="loadtest.soak", description=__doc__)
     parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--rate", type=float, default=100.0, help="pass-through pairs a second")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=250.0,
+        help="pass-through pairs a second (the HTTP suite's paced rate)",
+    )
     parser.add_argument("--nodes", type=int, default=64, help="nodes of 8 GPUs")
     parser.add_argument("--write", type=Path, help="markdown file with a soak section to fill")
     parser.add_argument("--plot", type=Path, default=Path("docs/soak.png"))
