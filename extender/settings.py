@@ -128,8 +128,8 @@ FLAGS: dict[str, str] = {
     "pending pods are the work waiting in queues",
     "threads": "request threads of the single worker",
     "max_body_bytes": "largest request body accepted",
-    "body_seconds": "seconds a client may go silent while sending a request body before it is "
-    "answered 408 (a stalled client must not hold one of the worker's threads)",
+    "body_seconds": "seconds a client has to send a whole request body before it is "
+    "answered 408 (a stalled or dribbling client must not hold one of the worker's threads)",
     "leader_lease": "NAMESPACE/NAME of the scheduler's leader-election Lease; gangplank acts on "
     "its own (nudging parked pods) only while its scheduler holds it. Unset: always",
     "identity": "this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",

@@ -184,6 +184,30 @@ def test_the_first_gang_in_line_keeps_capacity_that_frees_up_from_later_work() -
     assert gs.hold is None, "planned: the hold is over"
 
 
+def test_a_hold_that_moves_to_a_gang_ahead_in_line_keeps_what_it_kept_and_no_more() -> None:
+    """What the first holder kept passes to the new head of the line (it does not go to
+    everyone); what was free before either hold began stays free; what frees up later is kept."""
+    big = gang_pods("big", 3, gpu=8, created="2026-12-01T09:00:00Z")
+    blockers = [pod(f"blocker{i}", gpu=8, node=f"n{i}", phase="Running") for i in (1, 2)]
+    plain = pod_from_api(pod("plain", gpu=8))
+    cluster = Cluster(nodes=gpu_nodes(3), pods=[*big, *blockers])
+    gs = GangScheduler(GangConfig(hold_seconds=100))
+    filter_all(gs, cluster, big[:1], now=0.0)
+    cluster.delete("pods", blockers[0])  # n1 frees up: kept for big (n2 is full: kube-scheduler
+    # keeps the pod off it, gangplank has nothing to say about it)
+    assert gs.filter(cluster.snap(), plain, names(cluster), 1.0).passed == ["n0", "n2"]
+    urgent = gang_pods("urgent", 3, gpu=8, priority=100)
+    cluster.add("pods", *urgent)
+    filter_all(gs, cluster, urgent[:1], now=2.0)
+    assert gs.hold is not None and gs.hold.key == "gangplank:default/urgent"
+    result = gs.filter(cluster.snap(), plain, names(cluster), 3.0)
+    assert result.passed == ["n0", "n2"], "n1 stays kept, now for urgent; n0 was free all along"
+    assert "reserved for gang default/urgent" in result.unresolvable["n1"]
+    cluster.delete("pods", blockers[1])
+    result = gs.filter(cluster.snap(), plain, names(cluster), 4.0)
+    assert result.passed == ["n0"] and "n2" in result.unresolvable, "n2 frees up: kept too"
+
+
 def test_a_hold_lapses_after_its_bound_so_the_cluster_does_not_idle() -> None:
     big = gang_pods("big", 3, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(2), pods=[*big, pod("plain", gpu=8)])

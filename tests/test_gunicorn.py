@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -128,30 +130,43 @@ def test_verbs_sent_chunked_or_too_large_are_answered_and_the_server_keeps_servi
 def test_a_client_that_stalls_mid_body_is_answered_408_and_holds_no_thread(
     cluster: FakeApiServer, tmp_path: Path
 ) -> None:
-    """Every one of the worker's threads stalled by a client that stopped sending its body, and
-    yet a well-behaved call is answered: the stalled ones get 408 after --body-seconds."""
+    """Every one of the worker's threads taken by a client that stopped sending its body, or
+    sends it a byte at a time, and yet a well-behaved call is answered: the slow ones get 408
+    once --body-seconds have passed."""
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
     flags = ("--kubeconfig", str(kubeconfig), "--body-seconds", "1", "--threads", "2")
+    head = (
+        b"POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        b"\r\nContent-Length: 1000\r\n\r\n"
+    )
     with Served(*flags) as served:
-        stalled = []
-        for _ in range(2):  # as many as the worker has threads
-            sock = socket.create_connection(("127.0.0.1", served.port), timeout=10)
-            sock.sendall(
-                b"POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                b'\r\nContent-Length: 1000\r\n\r\n{"Pod": '
-            )
-            stalled.append(sock)
+        stalled = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+        stalled.sendall(head + b'{"Pod": ')
+        dribbler = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+        dribbler.sendall(head)
+        stop = threading.Event()
+
+        def dribble() -> None:  # a byte every 0.2 s: never silent for a whole second
+            with contextlib.suppress(OSError):
+                while not stop.wait(0.2):
+                    dribbler.sendall(b" ")
+
+        threading.Thread(target=dribble, daemon=True).start()
         asked = time.monotonic()
         connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
         connection.request("POST", "/scheduler/filter", body=json.dumps(REPLAY_BODY()))
         assert connection.getresponse().status == 200
-        assert time.monotonic() - asked < 5, "the stalled clients freed their threads"
-        for sock in stalled:
+        assert time.monotonic() - asked < 5, "the slow clients freed their threads"
+        for sock in (stalled, dribbler):
             answer = http.client.HTTPResponse(sock)
             answer.begin()
             assert answer.status == 408
             reason = json.loads(answer.read())["Error"]
-            assert "the client sent nothing for 1 s (--body-seconds)" in reason
+            assert reason == "request body not received within 1 s (--body-seconds)"
+        stop.set()
+        took = time.monotonic() - asked
+        assert took < 5, f"the dribbler was answered after {took:.1f} s"
+        for sock in (stalled, dribbler):
             sock.close()
 
 

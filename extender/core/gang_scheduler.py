@@ -177,7 +177,7 @@ class GangScheduler:
             if key != gang_key:
                 _sub(free, taken)
         if self.hold is not None and self.hold.key != gang_key:
-            _sub(free, self.hold.held_on(node.name, free))
+            _sub(free, self.hold.held_on(node.name, free, node))
         return free
 
     # ---- filter ------------------------------------------
@@ -478,11 +478,19 @@ class GangScheduler:
             pending,
             now + self.config.hold_seconds,
             partial(self.free_for, gang_key=key),
+            self._taken_nodes(snapshot),
         )
         if hold is not None:
             self.hold = hold
             self._synced = (-1, float("-inf"))
             self.notices.holding(key, self.config.hold_seconds)
+
+    def _taken_nodes(self, snapshot: Snapshot) -> set[str]:
+        """Nodes where reservations or the hold may take capacity now."""
+        taken = set(self._reserved)
+        if self.hold is not None:
+            taken |= self.hold.touched(snapshot.nodes)
+        return taken
 
     def take_hold(
         self, snapshot: Snapshot, key: str, pending: Sequence[PodInfo], now: float
@@ -509,9 +517,7 @@ class GangScheduler:
         if not self._reserved and self.hold is None:
             return result
         nodes = snapshot.nodes
-        watched = set(self._reserved)
-        if self.hold is not None:
-            watched |= self.hold.usable
+        watched = self._taken_nodes(snapshot)
         outsider = key not in self.plans and (self.hold is None or self.hold.key != key)
         if outsider:
             # Only nodes where reservations or the hold take something can refuse this pod.

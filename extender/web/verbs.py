@@ -22,6 +22,7 @@ from extender.core.model import PodInfo
 from extender.logs import begin_call, end_call, note_pod
 from extender.runtime import Runtime
 from extender.web import wire
+from extender.web.body_deadline import BodyDeadlines
 
 log = logging.getLogger("gangplank.web")
 
@@ -153,6 +154,7 @@ class VerbDispatch:
     ) -> None:
         self.app = app
         self.body_seconds = body_seconds
+        self.deadlines = BodyDeadlines(body_seconds)
         self.verbs = verbs
         prefix = "" if url_prefix == "/" else url_prefix.rstrip("/")
         self.paths = {f"{prefix}/{verb}": verb for verb in VERBS}
@@ -170,21 +172,32 @@ class VerbDispatch:
         return [body]
 
     def _answer(self, verb: str, environ: WSGIEnvironment) -> Answer:
-        # Under gunicorn, a client that goes silent mid-body is dropped after `body_seconds`
-        # rather than holding a thread (gunicorn sets the socket's mode again for the next call).
+        # Under gunicorn, the body must be in within `body_seconds` (body_deadline.py), so a
+        # stalled or dribbling client does not hold one of the worker's threads.
         sock = environ.get("gunicorn.socket")
-        if sock is not None:
-            sock.settimeout(self.body_seconds)
-        try:
-            return self._read_and_answer(verb, environ)
-        except TimeoutError:
-            return error(
-                f"request body not received: the client sent nothing for {self.body_seconds:g} s "
-                "(--body-seconds)",
-                408,
-            )
+        if sock is None:
+            read = self._read(environ)
+        else:
+            self.deadlines.watch(sock)
+            try:
+                read = self._read(environ)
+            except TimeoutError:  # silent for `body_seconds`
+                return self._late()
+            finally:
+                cut = self.deadlines.done(sock)
+            if cut:  # by the watchdog: what came is not all of it
+                return self._late()
+        if isinstance(read, tuple):
+            return read
+        return self.verbs.answer(verb, read, environ.get("REMOTE_ADDR"))
 
-    def _read_and_answer(self, verb: str, environ: WSGIEnvironment) -> Answer:
+    def _late(self) -> Answer:
+        return error(
+            f"request body not received within {self.body_seconds:g} s (--body-seconds)", 408
+        )
+
+    def _read(self, environ: WSGIEnvironment) -> bytes | Answer:
+        """The request body, or the answer that refuses it."""
         limit = self.max_body_bytes
         length_text = environ.get("CONTENT_LENGTH") or ""
         stream = environ["wsgi.input"]
@@ -194,9 +207,10 @@ class VerbDispatch:
             length = int(length_text)
             if length > limit:
                 return too_large(limit)
-            data = stream.read(length)
-        else:  # chunked, or no body: read at most one byte past the limit
-            data = stream.read(limit + 1)
-            if len(data) > limit:
-                return too_large(limit)
-        return self.verbs.answer(verb, data, environ.get("REMOTE_ADDR"))
+            data: bytes = stream.read(length)
+            return data
+        # chunked, or no body: read at most one byte past the limit
+        data = stream.read(limit + 1)
+        if len(data) > limit:
+            return too_large(limit)
+        return data
