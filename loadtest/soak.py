@@ -28,13 +28,14 @@ import orjson
 from extender.sim.cluster import load_cluster
 from extender.sim.driver import Driver, Options, WallClock
 from extender.sim.http import HttpExtender
-from extender.sim.live import DATA, DEMO_SHAPES
+from extender.sim.live import DEMO_SHAPES
 from extender.sim.workload import Mix, generate
 from loadtest.bench import FIXTURE_POD, rss_mib
-from loadtest.http_suite import _worker, drive, quantile
+from loadtest.http_suite import _worker, cpu_seconds, drive, quantile
 from loadtest.live import free_port
 
 WINDOW_SECONDS = 30.0
+POLICY = Path(__file__).with_name("soak-policy.yaml")  # sized for the soak's 512 GPUs
 BEGIN, END = "<!-- soak:begin -->", "<!-- soak:end -->"
 
 
@@ -66,7 +67,7 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
     mix = Mix(
         jobs=int(60 * minutes),
         hours=seconds / 3600,
-        load=1.2,  # more than fits: queues hold work back, gangs wait for room
+        load=1.0,  # as much as fits: queues hold bursts back, gangs wait for room
         seed=11,
         queues={"team-a": 2, "team-b": 1, "team-c": 1},
         shapes=DEMO_SHAPES,
@@ -75,7 +76,7 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
     )
     workload = generate(mix, gpus)
     port = free_port()
-    extender = HttpExtender(port, DATA / "demo-policy.yaml", log_level="error")
+    extender = HttpExtender(port, POLICY, log_level="error")
     driver = Driver(
         nodes,
         workload,
@@ -105,6 +106,7 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
     windows: list[dict[str, Any]] = []
     pair_errors = 0
     began = time.monotonic()
+    cpu_before, calls_before = cpu_seconds(worker), _calls(extender.base)
     print(
         f"soak: {minutes:g} min, {len(nodes)} nodes ({gpus} GPUs), {len(workload)} jobs, "
         f"pass-through pairs at {rate:g}/s, gangplank on {extender.base}",
@@ -117,10 +119,14 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
             pair_errors += 1
             print(f"soak: pass-through call failed: {err}", file=sys.stderr, flush=True)
             continue
+        cpu, calls = cpu_seconds(worker), _calls(extender.base)
         window = {
             "minute": round((time.monotonic() - began) / 60, 2),
             "rss_mib": round(rss_mib(worker), 1),
             "pairs": len(samples["filter"]),
+            # the workload's own calls (the stand-in scheduler's, retries of parked pods included)
+            "workload_calls": round(calls - calls_before - 2 * len(samples["filter"])),
+            "worker_cpu": round((cpu - cpu_before) / WINDOW_SECONDS, 2),  # cores
             **{
                 f"{verb}_{name}": round(value, 2)
                 for verb, values in samples.items()
@@ -131,6 +137,7 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
                 )
             },
         }
+        cpu_before, calls_before = cpu, calls
         windows.append(window)
         print(f"soak: {json.dumps(window)}", flush=True)
     thread.join(max(0.0, seconds + 60 - (time.monotonic() - began)))
@@ -153,6 +160,10 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
         "workload_error": repr(failure[0]) if failure else "",
         "driver_ran_to_the_end": not driver_running,
     }
+
+
+def _calls(base: str) -> float:
+    return sum(answered_codes(base).values())
 
 
 def _ready(base: str) -> bool:
@@ -189,6 +200,11 @@ def markdown(result: dict[str, Any]) -> str:
         f"{last['filter_p50']:.2f} ms |",
         f"| prioritize p99, first / last window | {first['prioritize_p99']:.1f} / "
         f"{last['prioritize_p99']:.1f} ms |",
+        f"| the workload's calls a window (30 s), first / last / most | "
+        f"{first.get('workload_calls', 0):,} / {last.get('workload_calls', 0):,} / "
+        f"{max(w.get('workload_calls', 0) for w in windows):,} |",
+        f"| worker CPU (cores), first / last / most | {first.get('worker_cpu', 0):.2f} / "
+        f"{last.get('worker_cpu', 0):.2f} / {max(w.get('worker_cpu', 0) for w in windows):.2f} |",
         "",
         "![memory and latency over the soak](soak.png)",
         END,
