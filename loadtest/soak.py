@@ -2,11 +2,12 @@
 only, stopping itself; the figures go into docs/reliability.md and a plot into docs/soak.png.
 
 What runs: a fake API server holding a synthetic GPU cluster; `gangplank serve` (one worker)
-watching it with the demo's three-team policy; the simulator's kube-scheduler stand-in driving a
-generated workload of single pods and gangs through filter, prioritize, preempt and bind over HTTP
-in wall-clock time (pods created, bound, finished and deleted: churn on every watch); and, beside
-it, pass-through filter+prioritize pairs at a steady rate, as kube-scheduler sends them for pods
-outside gangs and queues. Every 30 s: the worker's memory and the pairs' latency.
+watching it with three teams' queues sized for the cluster (soak-policy.yaml); the simulator's
+kube-scheduler stand-in driving a generated workload of single pods and gangs through filter,
+prioritize, preempt and bind over HTTP in wall-clock time (pods created, bound, finished and
+deleted: churn on every watch); and, beside it, from a process of its own, pass-through
+filter+prioritize pairs at a steady rate, as kube-scheduler sends them for pods outside gangs and
+queues. Every 30 s: the worker's memory and CPU, the pairs' latency, the workload's calls.
 
     python -m loadtest.soak [--minutes 30] [--rate 250] [--nodes 64] [--write docs/reliability.md]
 """
@@ -14,7 +15,9 @@ outside gangs and queues. Every 30 s: the worker's memory and the pairs' latency
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import statistics
 import sys
 import threading
@@ -112,9 +115,13 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
         f"pass-through pairs at {rate:g}/s, gangplank on {extender.base}",
         flush=True,
     )
+    # The pairs come from a process of their own, as kube-scheduler's calls would: in this one,
+    # the stand-in scheduler's threads would delay them (one interpreter lock) and the delay
+    # would count as the server's latency.
+    pairs = concurrent.futures.ProcessPoolExecutor(1, multiprocessing.get_context("spawn"))
     while time.monotonic() - began < seconds and thread.is_alive():
         try:
-            samples = drive(port, body, WINDOW_SECONDS, connections=2, rate=rate)
+            samples = pairs.submit(drive, port, body, WINDOW_SECONDS, 2, rate).result()
         except RuntimeError as err:  # a non-200 answer
             pair_errors += 1
             print(f"soak: pass-through call failed: {err}", file=sys.stderr, flush=True)
@@ -140,6 +147,7 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
         cpu_before, calls_before = cpu, calls
         windows.append(window)
         print(f"soak: {json.dumps(window)}", flush=True)
+    pairs.shutdown()
     thread.join(max(0.0, seconds + 60 - (time.monotonic() - began)))
     driver_running = thread.is_alive()
     try:
@@ -194,6 +202,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"| pass-through pairs refused or failed | {result['pair_errors']} |",
         f"| worker RSS, first / last / highest window | {first['rss_mib']:.0f} / "
         f"{last['rss_mib']:.0f} / {max(w['rss_mib'] for w in windows):.0f} MiB |",
+        f"| worker RSS growth, first third / last third of the run | {_growth(windows, 0):+.1f} / "
+        f"{_growth(windows, 2):+.1f} MiB |",
         f"| filter p99, first / last / worst window | {first['filter_p99']:.1f} / "
         f"{last['filter_p99']:.1f} / {max(p99s):.1f} ms |",
         f"| filter p50, first / last window | {first['filter_p50']:.2f} / "
@@ -210,6 +220,13 @@ def markdown(result: dict[str, Any]) -> str:
         END,
     ]
     return "\n".join(lines)
+
+
+def _growth(windows: list[dict[str, Any]], third: int) -> float:
+    """How much the worker's RSS grew over one third of the run (0: the first, 2: the last)."""
+    size = max(1, len(windows) // 3)
+    part = windows[third * size : (third + 1) * size] if third < 2 else windows[-size:]
+    return float(part[-1]["rss_mib"] - part[0]["rss_mib"])
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

@@ -170,13 +170,18 @@ def test_the_standby_answers_correctly_the_moment_it_is_asked(api: FakeApiServer
         assert took < 1.0, f"the standby took {took:.2f} s"
 
 
-def test_the_new_leader_repeats_no_eviction_the_old_one_made(api: FakeApiServer) -> None:
+def two_low_gangs_running(api: FakeApiServer) -> None:
+    """8 nodes of 8 GPUs, full: gang low-a on n0-n3, low-b on n4-n7, 8 GPUs a member."""
     add_nodes(api, 8)
     for gang, first in (("low-a", 0), ("low-b", 4)):
         for i, member in enumerate(gang_pods(gang, 4, gpu=8)):
             member["spec"]["nodeName"] = f"n{first + i}"
             member["status"] = {"phase": "Running", "startTime": STARTED}
             api.put("pods", member)
+
+
+def test_the_new_leader_repeats_no_eviction_the_old_one_made(api: FakeApiServer) -> None:
+    two_low_gangs_running(api)
     with replicas(api) as (a, b):
         old = KubeScheduler(api, a)
         for member in gang_pods("urgent", 4, gpu=8, priority=1000):
@@ -207,12 +212,7 @@ def test_a_gang_the_old_leader_evicted_in_part_is_evicted_whole_by_the_new_one(
     """The old leader dies between two evictions of one victim gang: half of low-a is gone. The
     new leader finishes cutting low-a (it can no longer run as a gang) rather than cutting into
     low-b, which is whole: no gang is left running in part, and one gang pays, not two."""
-    add_nodes(api, 8)
-    for gang, first in (("low-a", 0), ("low-b", 4)):
-        for i, member in enumerate(gang_pods(gang, 4, gpu=8)):
-            member["spec"]["nodeName"] = f"n{first + i}"
-            member["status"] = {"phase": "Running", "startTime": STARTED}
-            api.put("pods", member)
+    two_low_gangs_running(api)
     with replicas(api) as (a, b):
         fail_over(api, a)
         for name in ("low-a-0", "low-a-1"):  # what a had sent for urgent before it died

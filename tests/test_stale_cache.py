@@ -44,6 +44,15 @@ def watches(extender: Extender) -> str:
     )
 
 
+def fresh_again(extender: Extender) -> None:
+    eventually(
+        lambda: extender.runtime.staleness() == "",
+        "fresh again",
+        timeout=40,
+        detail=lambda: watches(extender),
+    )
+
+
 def cluster(api: FakeApiServer) -> None:
     for name in NODES:
         api.put("nodes", node(name, gpu=8, cpu="64"))
@@ -114,12 +123,7 @@ def test_a_stale_view_holds_gangs_and_queued_jobs_evicts_no_one_and_lets_other_p
         time.sleep(0.5)  # five passes of the kicker
         assert not [e for e in api.state.evictions if not e[2]], "nothing evicted while stale"
         api.come_back()
-        eventually(
-            lambda: extender.runtime.staleness() == "",
-            "fresh again",
-            timeout=40,
-            detail=lambda: watches(extender),
-        )
+        fresh_again(extender)
         assert extender.get("/readyz")["reason"] == "cache synced"
         assert "gangplank_cache_stale 0.0" in extender.metrics()
         eventually(
@@ -149,12 +153,7 @@ def test_the_cache_converges_after_an_outage_that_ends_in_a_410_storm(
         api.compact("nodes")
         api.faults("pods").gone_status = 3  # and the first watches after it answer 410
         api.come_back()
-        eventually(
-            lambda: extender.runtime.staleness() == "",
-            "fresh again",
-            timeout=40,
-            detail=lambda: watches(extender),
-        )
+        fresh_again(extender)
         snapshot = eventually(
             lambda: (
                 (snap := extender.store.snapshot())

@@ -100,6 +100,7 @@ class Coordinator:
         # Jobs preemption found no victims for, on which state, until when: retries on the same
         # capacity skip the search (victims also become eligible with time: minRuntime).
         self._no_victims: dict[str, tuple[tuple[object, ...], float]] = {}
+        self._no_victims_prune_at = 256
         self.set_policy(policy)
 
     # ---- policy ------------------------------------------
@@ -198,6 +199,16 @@ class Coordinator:
             self.stale_waiting[pod.uid] = (pod.namespace, pod.name)
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
+    def _remember_no_victims(self, key: str, state: tuple[object, ...], now: float) -> None:
+        """Remember a fruitless search for victims for NO_VICTIMS_SECONDS; what has lapsed is
+        dropped whenever the memory has doubled since it was last looked through."""
+        if len(self._no_victims) >= self._no_victims_prune_at:
+            self._no_victims = {k: v for k, v in self._no_victims.items() if v[1] > now}
+            if len(self._no_victims) >= NO_VICTIMS_LIMIT:
+                self._no_victims.clear()
+            self._no_victims_prune_at = max(256, 2 * len(self._no_victims))
+        self._no_victims[key] = (state, now + NO_VICTIMS_SECONDS)
+
     def queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
         """(the pod's queue, or None: not queued; why it may not use it, or ""). Needs a policy."""
         assert self.policy is not None
@@ -272,9 +283,7 @@ class Coordinator:
                     self._no_victims.pop(key, None)
                     result = self.gangs.filter(snapshot, pod, names, now)
                 elif state is not None:
-                    if len(self._no_victims) >= NO_VICTIMS_LIMIT:
-                        self._no_victims.clear()
-                    self._no_victims[key] = (state, now + NO_VICTIMS_SECONDS)
+                    self._remember_no_victims(key, state, now)
         if not result.passed and self.policy is not None:
             reason = next(iter({**result.unresolvable, **result.failed}.values()), "")
             if reason:

@@ -143,6 +143,8 @@ class GangScheduler:
             if not snapshot.groups.get(k) and now - w.updated > FORGET_SECONDS
         ]:
             del self.waiting[key]
+        if len(self._no_room) > 2 * len(self.waiting) + 256:
+            self._no_room.keep_only(self.waiting)
         self._reindex()
         self._synced = (snapshot.generation, self._next_due())
 

@@ -34,6 +34,14 @@ class NoRoom:
         known = self._known.get(key)
         return known[1] if known is not None and known[0] == state else None
 
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def keep_only(self, keys: Collection[str]) -> None:
+        """Forget every gang but `keys` (the ones still waiting): a gang that started or left
+        needs no memory of why it did not fit."""
+        self._known = {k: v for k, v in self._known.items() if k in keys}
+
     def remember(self, key: str, state: RoomState | None, reason: str) -> None:
         if state is None:
             return
