@@ -80,10 +80,13 @@ class Hold:
         asked, answer = self._touched
         if asked is nodes:
             return answer
-        begun = self.begun
-        changed = {n for n in self.usable if nodes.get(n) is not begun.get(n)}
-        self._touched = (nodes, self._measured.union(changed))
-        return self._touched[1]
+        answer = frozenset(n for n in self.usable if not self._untouched(n, nodes.get(n)))
+        self._touched = (nodes, answer)
+        return answer
+
+    def _untouched(self, name: str, node: NodeInfo | None) -> bool:
+        """Still as it was when the hold began, and not measured then: nothing freed up on it."""
+        return node is self.begun.get(name) and name not in self._measured
 
     def held_on(
         self, node: str, free: Mapping[str, int], now: NodeInfo | None = None
@@ -93,7 +96,7 @@ class Hold:
         not measured then) nothing has freed up on it, and nothing is kept."""
         if node not in self.usable:
             return {}
-        if now is not None and now is self.begun.get(node) and node not in self._measured:
+        if now is not None and self._untouched(node, now):
             return {}
         base = self.baseline.get(node)
         if base is None:

@@ -288,10 +288,11 @@ def broken_first(
     and no plan to complete them: a leader died between two evictions, a member failed) first,
     the rule's order kept within each part: finishing the cut of a gang that can no longer run
     costs less than cutting a whole one."""
-    short = [j for j in candidates if not j.key.startswith("pod:") and runs_short(j)]
-    if not short:
-        return candidates
-    return short + [j for j in candidates if j not in short]
+    short: list[RunningJob] = []
+    rest: list[RunningJob] = []
+    for job in candidates:
+        (short if not job.key.startswith("pod:") and runs_short(job) else rest).append(job)
+    return short + rest if short else candidates
 
 
 RulesOf = Callable[[str | None], PreemptionRules]
