@@ -41,6 +41,11 @@ def note_pod(namespace: str, name: str) -> None:
     _call.set({**_call.get(), "pod": f"{namespace}/{name}"})
 
 
+def current_call() -> dict[str, str]:
+    """The fields of the call being answered in this context (empty outside a call)."""
+    return _call.get()
+
+
 def end_call() -> None:
     _call.set({})
 

@@ -52,6 +52,21 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.lock_held = Histogram(
+            "gangplank_decision_lock_held_seconds",
+            "How long each call (by verb) and each periodic pass held the decision lock.",
+            ["holder"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.lock_wait = Histogram(
+            "gangplank_decision_lock_wait_seconds",
+            "How long each call (by verb) and each periodic pass waited for the decision lock.",
+            ["holder"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self._lock_children: dict[str, tuple[Any, Any]] = {}
         self.events = Counter(
             "gangplank_events",
             "Kubernetes Events written on pods (gang planned, plan expired, holding, queue held).",
@@ -190,6 +205,15 @@ class Metrics:
             self.preemption_wait.labels("before").observe(seconds)
         for seconds in outcomes.waits_after:
             self.preemption_wait.labels("after").observe(seconds)
+
+    def lock_hold(self, holder: str, waited: float, held: float) -> None:
+        """One hold of the decision lock (see extender/decision_lock.py)."""
+        children = self._lock_children.get(holder)
+        if children is None:
+            children = (self.lock_wait.labels(holder), self.lock_held.labels(holder))
+            self._lock_children[holder] = children
+        children[0].observe(waited)
+        children[1].observe(held)
 
     def policy_loaded(self, policy: Any) -> None:
         self.policy_valid.set(1)

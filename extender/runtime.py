@@ -29,6 +29,7 @@ from extender.core.preemption import Eviction
 from extender.core.queue_report import collect_report, queue_numbers, render_report
 from extender.core.scoring import mix_of
 from extender.core.why import explain, explain_unseen, find_pod, status
+from extender.decision_lock import DecisionLock
 from extender.events import ApiEventRecorder, EventRecorder, LogEventRecorder
 from extender.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kicker import (
@@ -83,8 +84,8 @@ class Runtime:
         self.scheduler = Coordinator(self.gangs, policy, scheduler_names)
         self.evictor: Evictor = evictor or LogEvictor()
         self.events: EventRecorder = events or LogEventRecorder()
-        # One lock for the decision state: a plan is made and read whole.
-        self.lock = threading.Lock()
+        # One lock for the decision state: a plan is made and read whole. Timed per holder.
+        self.lock = DecisionLock(metrics.lock_hold)
         self._learned_at = float("-inf")
         self._untold: list[tuple[list[Notice], Snapshot]] = []
         self.policy_watcher = (
@@ -120,7 +121,7 @@ class Runtime:
         if policy is not None:
             book = self.scheduler.new_book(policy)
             book.refresh(self.store.snapshot(), {}, ())
-        with self.lock:
+        with self.lock.by("policy reload"):
             old = self.scheduler.set_policy(policy, book)
             if policy is not None:
                 self.scheduler.book_for(self.store.snapshot())
@@ -133,7 +134,7 @@ class Runtime:
     def queue_figures(self, only: str | None = None, jobs_per_queue: int = 20) -> Any:
         """The queue report as of now (None without a policy), for /queues: the figures are
         copied under the lock and written out after it."""
-        with self.lock:
+        with self.lock.by("queue report"):
             if self.scheduler.policy is None:
                 return None
             raw = collect_report(
@@ -146,17 +147,17 @@ class Runtime:
         return render_report(raw)
 
     def queue_metrics(self) -> list[dict[str, Any]]:
-        with self.lock:
+        with self.lock.by("metrics: queues"):
             return queue_numbers(self.scheduler, self.store.snapshot(), time.time())
 
     def status_figures(self) -> dict[str, Any]:
-        with self.lock:
+        with self.lock.by("status"):
             return status(self.scheduler, self.store.snapshot(), self.clock())
 
     def why(self, namespace: str, name: str) -> dict[str, Any] | None:
         snapshot = self.store.snapshot()
         pod = find_pod(snapshot, namespace, name)  # an immutable snapshot: no lock needed
-        with self.lock:
+        with self.lock.by("why"):
             if pod is None:
                 return explain_unseen(self.scheduler, namespace, name)
             return explain(self.scheduler, snapshot, pod, self.clock())
@@ -172,7 +173,7 @@ class Runtime:
         reclaim planning, and the evictions planned since the last pass."""
         self.learn_mix()
         stale = self.staleness()
-        with self.lock:
+        with self.lock.by("periodic pass"):
             snapshot = self.store.snapshot()
             self.scheduler.stale = stale
             refs = self.scheduler.kick_candidates(snapshot, self.clock())
@@ -193,7 +194,7 @@ class Runtime:
         self._learned_at = now
         mix = mix_of(self.store.snapshot())
         if mix is not None:
-            with self.lock:
+            with self.lock.by("mix learned"):
                 self.scheduler.scorer.learn(mix)
 
     def tell_untold(self) -> None:
@@ -230,7 +231,7 @@ class Runtime:
             )
             self.metrics.evicted(first.queue, first.rule, outcome, len(pods))
             if outcome in ("blocked", "failed"):
-                with self.lock:
+                with self.lock.by("eviction refused"):
                     self.scheduler.preemption.refused({e.uid for e in pods}, self.clock())
             if outcome == "evicted":
                 self.metrics.gpu_seconds_lost(
@@ -238,12 +239,12 @@ class Runtime:
                 )
 
     def gang_counts(self) -> tuple[dict[str, int], int]:
-        with self.lock:
+        with self.lock.by("metrics: gangs"):
             return self.gangs.gang_counts(self.store.snapshot()), self.gangs.reserved_pods()
 
     def publish(self) -> None:
         """Move what the gang scheduler counted into the metrics."""
-        with self.lock:
+        with self.lock.by("metrics: outcomes"):
             outcomes = self.gangs.take_outcomes()
             queue_outcomes = self.scheduler.take_queue_outcomes()
             preemption = self.scheduler.preemption.take_outcomes()
@@ -262,11 +263,13 @@ class Runtime:
             thread.start()
             self._threads.append(thread)
         self.kicker.start()
+        self.lock.start_watchdog()
         if self.policy_watcher is not None:
             self.policy_watcher.start()
 
     def stop(self, timeout: float = 2.0) -> None:
         self.kicker.stop()
+        self.lock.stop_watchdog()
         if self.policy_watcher is not None:
             self.policy_watcher.stop()
         for reflector in self.reflectors:

@@ -18,8 +18,12 @@ import argparse
 import concurrent.futures
 import json
 import multiprocessing
+import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -38,6 +42,9 @@ from loadtest.http_suite import _worker, cpu_seconds, drive, quantile
 from loadtest.live import free_port
 
 WINDOW_SECONDS = 30.0
+PROBE_SLOW = 0.5  # a /healthz answer slower than this: the worker's stacks are dumped (py-spy)
+DUMPS = 6  # at most this many dumps a run
+SLOW_HOLD = re.compile(r"decision lock held (\d+) ms by (.+?)(?: for pod \S+)? \(")
 POLICY = Path(__file__).with_name("soak-policy.yaml")  # sized for the soak's 512 GPUs
 BEGIN, END = "<!-- soak:begin -->", "<!-- soak:end -->"
 
@@ -63,7 +70,86 @@ def answered_codes(base: str) -> dict[str, float]:
     return codes
 
 
-def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
+class Watch:
+    """What the harness watches beside the pairs, window by window: the server's log of slow
+    holds of its decision lock, the whole machine's CPU and the harness's own (on 2 cores, a busy
+    harness can starve the worker), and a probe of /healthz every half second that dumps the
+    worker's stacks with py-spy when an answer is slow (the dumps go beside the log)."""
+
+    def __init__(self, base: str, worker: int, directory: Path) -> None:
+        self.base, self.worker, self.directory = base, worker, directory
+        self.log = directory / "server.log"
+        self._offset = 0
+        self._machine = _machine_busy()
+        self._harness = cpu_seconds(os.getpid())
+        self._probe_worst = 0.0
+        self._dumps = 0
+        self._began = time.monotonic()
+        self._stop = threading.Event()
+        self._probe = threading.Thread(target=self._probe_loop, name="probe", daemon=True)
+        self._probe.start()
+
+    def window(self) -> dict[str, Any]:
+        with self.log.open("rb") as log:
+            log.seek(self._offset)
+            text = log.read().decode(errors="replace")
+        self._offset += len(text.encode())
+        holds = [(int(m[1]), m[2]) for m in SLOW_HOLD.finditer(text)]
+        worst = max(holds, default=(0, ""))
+        machine, harness = _machine_busy(), cpu_seconds(os.getpid())
+        figures = {
+            "slow_holds": len(holds),  # holds of the decision lock of 250 ms or more
+            "worst_hold_ms": worst[0],
+            "worst_hold_by": worst[1],
+            "machine_cpu": round(
+                (machine[0] - self._machine[0]) / max(1e-9, machine[1] - self._machine[1]), 2
+            ),  # cores busy on the whole machine
+            "harness_cpu": round((harness - self._harness) / WINDOW_SECONDS, 2),
+            "probe_worst_ms": round(self._probe_worst * 1e3, 1),
+        }
+        self._machine, self._harness, self._probe_worst = machine, harness, 0.0
+        return figures
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._probe.join(5)
+
+    def _probe_loop(self) -> None:
+        while not self._stop.wait(0.5):
+            began = time.monotonic()
+            try:
+                with urllib.request.urlopen(f"{self.base}/healthz", timeout=30) as answer:
+                    answer.read()
+            except OSError:
+                pass
+            took = time.monotonic() - began
+            self._probe_worst = max(self._probe_worst, took)
+            if took > PROBE_SLOW and self._dumps < DUMPS:
+                self._dumps += 1
+                self._dump(took)
+
+    def _dump(self, took: float) -> None:
+        spy = Path(sys.executable).with_name("py-spy")
+        if not spy.exists():
+            return
+        minute = (time.monotonic() - self._began) / 60
+        dump = subprocess.run(
+            [str(spy), "dump", "--pid", str(self.worker)], capture_output=True, text=True
+        )
+        with (self.directory / "stacks.txt").open("a") as out:
+            out.write(f"--- minute {minute:.2f}: /healthz took {took * 1e3:.0f} ms\n")
+            out.write(dump.stdout + dump.stderr + "\n")
+
+
+def _machine_busy() -> tuple[float, float]:
+    """(busy seconds over all cores, elapsed seconds) since boot, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    ticks = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields) - idle) / ticks, sum(fields) / ticks / (os.cpu_count() or 1)
+
+
+def run(minutes: float, rate: float, node_count: int, logs: Path) -> dict[str, Any]:
     seconds = minutes * 60
     nodes = load_cluster(f"synthetic:{node_count}x8")
     gpus = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", 0)) for n in nodes)
@@ -79,7 +165,7 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
     )
     workload = generate(mix, gpus)
     port = free_port()
-    extender = HttpExtender(port, POLICY, log_level="error")
+    extender = HttpExtender(port, POLICY, log_level="warning", log_path=logs / "server.log")
     driver = Driver(
         nodes,
         workload,
@@ -105,6 +191,7 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
             raise RuntimeError(f"gangplank did not start: {failure}")
         time.sleep(0.5)
     worker = _worker(extender.process.pid)
+    watch = Watch(extender.base, worker, logs)
     body = passthrough_body(nodes)
     windows: list[dict[str, Any]] = []
     pair_errors = 0
@@ -144,10 +231,12 @@ def run(minutes: float, rate: float, node_count: int) -> dict[str, Any]:
                 )
             },
         }
+        window.update(watch.window())
         cpu_before, calls_before = cpu, calls
         windows.append(window)
         print(f"soak: {json.dumps(window)}", flush=True)
     pairs.shutdown()
+    watch.stop()
     thread.join(max(0.0, seconds + 60 - (time.monotonic() - began)))
     driver_running = thread.is_alive()
     try:
@@ -188,6 +277,10 @@ def markdown(result: dict[str, Any]) -> str:
     calls = sum(result["codes"].values())
     first, last = windows[0], windows[-1]
     p99s = [w["filter_p99"] for w in windows]
+    slow_holds = sum(w.get("slow_holds", 0) for w in windows)
+    worst = max(windows, key=lambda w: w.get("worst_hold_ms", 0))
+    worst.setdefault("worst_hold_ms", 0)
+    worst.setdefault("worst_hold_by", "")
     lines = [
         BEGIN,
         f"Measured {time.strftime('%Y-%m-%d')} on this machine (2 cores), `make soak`: "
@@ -215,6 +308,13 @@ def markdown(result: dict[str, Any]) -> str:
         f"{max(w.get('workload_calls', 0) for w in windows):,} |",
         f"| worker CPU (cores), first / last / most | {first.get('worker_cpu', 0):.2f} / "
         f"{last.get('worker_cpu', 0):.2f} / {max(w.get('worker_cpu', 0) for w in windows):.2f} |",
+        f"| whole machine's CPU (cores of 2), first / last / most | "
+        f"{first.get('machine_cpu', 0):.2f} / {last.get('machine_cpu', 0):.2f} / "
+        f"{max(w.get('machine_cpu', 0) for w in windows):.2f} |",
+        f"| decision lock held 250 ms or more (times) / longest hold | {slow_holds} / "
+        f"{worst['worst_hold_ms']} ms{' by ' + worst['worst_hold_by'] if slow_holds else ''} |",
+        f"| slowest /healthz probe (every 0.5 s) | "
+        f"{max(w.get('probe_worst_ms', 0) for w in windows):.0f} ms |",
         "",
         "![memory and latency over the soak](soak.png)",
         END,
@@ -276,8 +376,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="markdown file with a soak section to fill")
     parser.add_argument("--plot", type=Path, default=Path("docs/soak.png"))
     parser.add_argument("--json", type=Path, help="write every figure here too")
+    parser.add_argument(
+        "--logs", type=Path, help="directory for the server's log and any stack dumps"
+    )
     args = parser.parse_args(argv)
-    result = run(args.minutes, args.rate, args.nodes)
+    logs = args.logs or Path(tempfile.mkdtemp(prefix="gangplank-soak-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    print(f"soak: the server's log and any stack dumps go to {logs}", flush=True)
+    result = run(args.minutes, args.rate, args.nodes, logs)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     if not result["windows"]:

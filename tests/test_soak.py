@@ -11,8 +11,11 @@ from loadtest.soak import BEGIN, END, run, write
 
 
 def test_half_a_minute_of_soak_answers_every_call_and_writes_its_figures(tmp_path: Path) -> None:
-    result = run(minutes=0.5, rate=20, node_count=8)
+    result = run(minutes=0.5, rate=20, node_count=8, logs=tmp_path)
     assert result["windows"], "one 30-second window measured"
+    window = result["windows"][0]
+    assert window["machine_cpu"] > 0 and window["probe_worst_ms"] > 0
+    assert (tmp_path / "server.log").exists()
     assert result["workload_error"] == "" and result["pair_errors"] == 0
     assert {code for code, count in result["codes"].items() if count} == {"200"}
     assert result["codes"]["200"] > 600, "the pass-through pairs and the workload's calls"
@@ -21,5 +24,5 @@ def test_half_a_minute_of_soak_answers_every_call_and_writes_its_figures(tmp_pat
     doc.write_text(f"# x\n\n{BEGIN}\nold\n{END}\n\nafter\n")
     write(result, doc, tmp_path / "soak.png")
     text = doc.read_text()
-    assert "| answered other than 200 (4xx, 5xx) | 0 |" in text and "old" not in text
+    assert "| answered other than 200 (4xx, 5xx) | 0 |" in text and "\nold\n" not in text
     assert text.endswith("\n\nafter\n") and (tmp_path / "soak.png").stat().st_size > 10_000

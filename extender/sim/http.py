@@ -41,8 +41,15 @@ def kubeconfig(url: str, directory: Path) -> Path:
 class HttpExtender:
     name = "gangplank (HTTP)"
 
-    def __init__(self, port: int, policy: Path | None, log_level: str = "warning") -> None:
+    def __init__(
+        self,
+        port: int,
+        policy: Path | None,
+        log_level: str = "warning",
+        log_path: Path | None = None,
+    ) -> None:
         self.port = port
+        self.log_path = log_path  # the server's log goes here (else to this process's stderr)
         self.policy = policy
         self.log_level = log_level
         self.api = FakeApiServer()
@@ -68,7 +75,11 @@ class HttpExtender:
         self.api.__enter__()
         for node in nodes:
             self.api.put("nodes", node)
-        self.process = subprocess.Popen(self.command())
+        if self.log_path is None:
+            self.process = subprocess.Popen(self.command())
+        else:
+            with self.log_path.open("ab") as log:
+                self.process = subprocess.Popen(self.command(), stderr=log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
