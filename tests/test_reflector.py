@@ -43,6 +43,8 @@ class Running:
         read_timeout: float = 5.0,
         page_size: int = 500,
         watch_timeout: int = 2,
+        backoff: Backoff | None = None,
+        reset_after: float = 60.0,
     ) -> None:
         self.store = ClusterStore()
         handlers_for(self.store)["nodes"].replace([node("n1")])
@@ -56,7 +58,8 @@ class Running:
             page_size=page_size,
             watch_timeout=watch_timeout,
             read_timeout=read_timeout,
-            backoff=Backoff(base=0.02, cap=0.1),
+            backoff=backoff or Backoff(base=0.02, cap=0.1),
+            reset_after=reset_after,
         )
         self.thread = threading.Thread(target=self.reflector.run, daemon=True)
 
@@ -180,6 +183,51 @@ def test_a_stalled_stream_is_abandoned_after_the_read_timeout(api: FakeApiServer
         wait_for(lambda: len(api.watch_calls("pods")) >= 2, what="a reconnect")
         api.faults("pods").stall = False
         wait_for(lambda: r.pod_names() == {"late"})
+
+
+def test_a_quiet_kind_gets_a_bookmark_a_minute_so_its_stream_outlives_the_read_timeout() -> None:
+    # the fake, like kube-apiserver, sends a watch that asked for bookmarks one a minute (here
+    # every 0.2 s, against a read timeout of 0.5 s)
+    with (
+        FakeApiServer(bookmark_every=0.2) as quiet,
+        Running(quiet, read_timeout=0.5, watch_timeout=30) as r,
+    ):
+        listed_at = r.reflector.resource_version
+        time.sleep(2.0)
+        assert len(quiet.watch_calls("pods")) == 1, "one stream, never dropped"
+        assert r.metrics.registry.get_sample_value(
+            "gangplank_watch_events_total", {"kind": "pods", "type": "BOOKMARK"}
+        )
+        quiet.put("nodes", node("n2"))  # moves the resourceVersion on
+        time.sleep(0.5)
+        assert int(r.reflector.resource_version) > int(listed_at)
+
+
+class Delays(Backoff):
+    def __init__(self) -> None:
+        super().__init__(base=0.05, cap=5.0)
+        self.delays: list[float] = []
+
+    def next_delay(self) -> float:
+        self.delays.append(super().next_delay())
+        return self.delays[-1]
+
+
+@pytest.mark.parametrize("long_life", [True, False])
+def test_a_watch_lost_after_a_long_life_starts_its_backoff_over(
+    api: FakeApiServer, long_life: bool
+) -> None:
+    # Each stream stays up 0.4 s (the read timeout) before it is lost. Counted as long-lived
+    # (reset_after 0.2 s), every retry waits the first delay; otherwise the delays double.
+    backoff = Delays()
+    reset_after = 0.2 if long_life else 60.0
+    with Running(api, read_timeout=0.4, watch_timeout=30, backoff=backoff, reset_after=reset_after):
+        api.faults("pods").stall = True
+        wait_for(lambda: len(backoff.delays) >= 4, timeout=15, what="four lost streams")
+    if long_life:
+        assert max(backoff.delays) <= 0.05, backoff.delays
+    else:
+        assert max(backoff.delays) > 0.2, backoff.delays
 
 
 def test_the_api_server_down_at_start_is_retried_until_it_answers() -> None:

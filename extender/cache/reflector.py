@@ -6,7 +6,9 @@ The semantics client-go's reflector has and `kubernetes.watch.Watch` lacks:
 - 410 Gone (on a watch or a paged list) means our resourceVersion is too old: list again and
   replace the whole kind, so nothing deleted meanwhile survives and nothing counts twice;
 - a dropped or stalled stream (reset, truncated chunk, no byte for `read_timeout` seconds) is
-  reconnected from the last resourceVersion with jittered exponential backoff.
+  reconnected from the last resourceVersion with jittered exponential backoff. The backoff starts
+  over after a watch that stayed up for `RESET_AFTER` seconds: a stream lost after a long life is
+  no failing server, and its delays must not creep towards `--stale-after` one loss at a time.
 Lists and watches use `_preload_content=False` and orjson: the client's model classes are far too
 slow for 50,000 pods.
 """
@@ -66,6 +68,9 @@ class NullObserver:
         pass
 
 
+RESET_AFTER = 60.0  # a watch up this long before it failed starts the backoff over
+
+
 class Backoff:
     """Jittered exponential backoff: base, 2·base, 4·base … up to cap; reset on success."""
 
@@ -101,8 +106,10 @@ class Reflector:
         clock: Callable[[], float] = time.monotonic,
         optional: bool = False,
         absent_retry: float = 60.0,
+        reset_after: float = RESET_AFTER,
     ) -> None:
         self.kind = kind
+        self._reset_after = reset_after
         self._optional = optional
         self._absent_retry = absent_retry
         self.absent = False
@@ -124,6 +131,7 @@ class Reflector:
         # Since when lists and watches have failed (None: the last one worked), and why.
         self.down_since: float | None = None
         self.down_reason = ""
+        self._watch_up_since: float | None = None  # when the current watch call was answered
 
     # ---- control ------------------------------------------
     def stop(self) -> None:
@@ -182,6 +190,9 @@ class Reflector:
                     return
                 reason = type(err).__name__
                 self._observer.error(self.kind, reason)
+                up_since, self._watch_up_since = self._watch_up_since, None
+                if up_since is not None and self._clock() - up_since >= self._reset_after:
+                    self._backoff.reset()
                 if self.down_since is None:
                     self.down_since = self._clock()
                 self.down_reason = _describe(err)
@@ -258,6 +269,7 @@ class Reflector:
     def watch_once(self) -> None:
         """One watch call: apply its events until the server ends it. Raises Gone on 410."""
         timeout = int(self._watch_timeout * random.uniform(1.0, 2.0))
+        self._watch_up_since = None
         try:
             response = self._list_call(
                 watch=True,
@@ -273,6 +285,7 @@ class Reflector:
             raise
         self._response = response
         self.down_since = None  # the API server answered: the watch is back
+        self._watch_up_since = self._clock()
         try:
             for line in event_lines(response.stream(amt=None, decode_content=False)):
                 if self._stop.is_set():

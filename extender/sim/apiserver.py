@@ -83,6 +83,10 @@ class State:
     down: bool = False  # an outage: every call answered 503, open watches cut
 
 
+def _bookmark(rv: int) -> dict[str, Any]:
+    return {"kind": "Bookmark", "metadata": {"resourceVersion": str(rv)}}
+
+
 def _key(obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
     return f"{meta.get('namespace', '')}/{meta['name']}"
@@ -98,7 +102,10 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeApiServer:
     """Start with `with FakeApiServer() as api:`; `api.url` is the base URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, bookmark_every: float = 60.0) -> None:
+        # kube-apiserver's watch cache sends each watch that asked for bookmarks one a minute
+        # (its defaultBookmarkFrequency), so a quiet kind's stream is never silent for long.
+        self.bookmark_every = bookmark_every
         self.state = State()
         self.cond = threading.Condition()
         self._server = _QuietServer(("127.0.0.1", 0), _make_handler(self))
@@ -150,7 +157,7 @@ class FakeApiServer:
         """Advance the resourceVersion and send a BOOKMARK on open watches of `kind`."""
         with self.cond:
             self.state.rv += 1
-            obj = {"kind": "Bookmark", "metadata": {"resourceVersion": str(self.state.rv)}}
+            obj = _bookmark(self.state.rv)
             self.state.events[kind].append(Event(self.state.rv, "BOOKMARK", obj))
             self.cond.notify_all()
             return self.state.rv
@@ -308,6 +315,8 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 self._chunk(b"")
                 return
             deadline = time.monotonic() + timeout
+            bookmarks = query.get("allowWatchBookmarks", [""])[0] == "true"
+            sent = time.monotonic()
             try:
                 while not api.closing:
                     if api.state.down:  # cut, as a dying API server or proxy would
@@ -315,12 +324,17 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                         return
                     with api.cond:
                         pending = [e for e in api.state.events[kind] if e.rv > since]
+                        quiet = time.monotonic() - sent >= api.bookmark_every
+                        if not pending and bookmarks and quiet and not faults.stall:
+                            since = api.state.rv
+                            pending = [Event(since, "BOOKMARK", _bookmark(since))]
                         if not pending or faults.stall:
                             remaining = deadline - time.monotonic()
                             if remaining <= 0:
                                 break
                             api.cond.wait(min(remaining, 0.2))
                             continue
+                    sent = time.monotonic()
                     for event in pending:
                         if faults.drop_after == 0:
                             faults.drop_after = None
