@@ -259,7 +259,7 @@ def test_a_policy_reload_in_flight_when_the_leader_dies_takes_effect_on_the_new_
         path.write_text(yaml.safe_dump(roomy))
         fail_over(api, a)  # at once: a may or may not have read it
         new = KubeScheduler(api, b)
-        new.settle(idle=4, timeout=30, until=lambda: len(bound(api, "second")) == 1)
+        new.settle(timeout=30, until=lambda: len(bound(api, "second")) == 1)
         assert len(bound(api, "second")) == 1, new.reasons
         assert_no_double_booking(api)
         assert_nothing_left_behind(b)

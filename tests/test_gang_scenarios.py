@@ -236,7 +236,7 @@ def test_a_podgroup_kind_installed_after_gangplank_starts_is_picked_up_within_se
         installed = time.monotonic()
         api.install(kind)
         api.put(kind, group)
-        scheduler.settle(idle=10, timeout=20, until=lambda: len(scheduler.bound("v")) == 2)
+        scheduler.settle(timeout=20, until=lambda: len(scheduler.bound("v")) == 2)
         took = time.monotonic() - installed
         assert len(scheduler.bound("v")) == 2, scheduler.reasons
         assert took < 10, f"picked up after {took:.1f} s"

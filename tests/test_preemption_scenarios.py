@@ -173,7 +173,7 @@ def test_two_queues_reclaiming_from_each_other_settle_without_ping_pong(
         for i in range(6):
             api.put("pods", pod(f"b-new-{i}", gpu=8, labels={QUEUE: "b"}))
             api.put("pods", pod(f"a-new-{i}", gpu=8, labels={QUEUE: "a"}))
-        scheduler.settle(idle=12, timeout=40, until=lambda: len(scheduler.bound("b-new")) >= 3)
+        scheduler.settle(timeout=40, until=lambda: len(scheduler.bound("b-new")) >= 3)
         first_minute = [e for e in api.state.evictions if not e[2]]
         assert len(first_minute) == 3, "at most 3 jobs a minute"
         scheduler.settle(idle=6, timeout=20)
