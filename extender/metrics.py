@@ -67,6 +67,14 @@ class Metrics:
             registry=r,
         )
         self._lock_children: dict[str, tuple[Any, Any]] = {}
+        self.gc_pause = Histogram(
+            "gangplank_gc_pause_seconds",
+            "How long each garbage collection stopped the worker, by generation.",
+            ["generation"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self._gc_children = [self.gc_pause.labels(str(g)) for g in range(3)]
         self.events = Counter(
             "gangplank_events",
             "Kubernetes Events written on pods (gang planned, plan expired, holding, queue held).",
@@ -214,6 +222,10 @@ class Metrics:
             self._lock_children[holder] = children
         children[0].observe(waited)
         children[1].observe(held)
+
+    def gc_paused(self, generation: int, seconds: float) -> None:
+        """One garbage collection (see extender/gc_pauses.py)."""
+        self._gc_children[min(generation, 2)].observe(seconds)
 
     def policy_loaded(self, policy: Any) -> None:
         self.policy_valid.set(1)

@@ -32,6 +32,7 @@ from extender.core.why import explain, explain_unseen, find_pod, status
 from extender.decision_lock import DecisionLock
 from extender.events import ApiEventRecorder, EventRecorder, LogEventRecorder
 from extender.evictor import ApiEvictor, Evictor, LogEvictor
+from extender.gc_pauses import GcPauses
 from extender.kicker import (
     AlwaysLeader,
     ApiPatcher,
@@ -86,6 +87,7 @@ class Runtime:
         self.events: EventRecorder = events or LogEventRecorder()
         # One lock for the decision state: a plan is made and read whole. Timed per holder.
         self.lock = DecisionLock(metrics.lock_hold)
+        self.gc_pauses = GcPauses(metrics.gc_paused)
         self._learned_at = float("-inf")
         self._untold: list[tuple[list[Notice], Snapshot]] = []
         self.policy_watcher = (
@@ -264,12 +266,14 @@ class Runtime:
             self._threads.append(thread)
         self.kicker.start()
         self.lock.start_watchdog()
+        self.gc_pauses.install()
         if self.policy_watcher is not None:
             self.policy_watcher.start()
 
     def stop(self, timeout: float = 2.0) -> None:
         self.kicker.stop()
         self.lock.stop_watchdog()
+        self.gc_pauses.remove()
         if self.policy_watcher is not None:
             self.policy_watcher.stop()
         for reflector in self.reflectors:

@@ -45,6 +45,7 @@ WINDOW_SECONDS = 30.0
 PROBE_SLOW = 0.5  # a /healthz answer slower than this: the worker's stacks are dumped (py-spy)
 DUMPS = 6  # at most this many dumps a run
 SLOW_HOLD = re.compile(r"decision lock held (\d+) ms by (.+?)(?: for pod \S+)? \(")
+SLOW_GC = re.compile(r"garbage collection \(generation (\d)\) paused the worker (\d+) ms")
 POLICY = Path(__file__).with_name("soak-policy.yaml")  # sized for the soak's 512 GPUs
 BEGIN, END = "<!-- soak:begin -->", "<!-- soak:end -->"
 
@@ -58,10 +59,23 @@ def passthrough_body(nodes: list[dict[str, Any]]) -> bytes:
     return orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
 
 
+def _metrics(base: str) -> str:
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
+        return str(response.read().decode())
+
+
+def gc_seconds(base: str) -> float:
+    """Seconds the worker has spent stopped for garbage collection (all generations)."""
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in _metrics(base).splitlines()
+        if line.startswith("gangplank_gc_pause_seconds_sum{")
+    )
+
+
 def answered_codes(base: str) -> dict[str, float]:
     """gangplank_requests_total by status code, from the server's own metrics."""
-    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
-        text = response.read().decode()
+    text = _metrics(base)
     codes: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("gangplank_requests_total{"):
@@ -83,6 +97,7 @@ class Watch:
         self._offset = 0
         self._waited = _cpu_waited()
         self._harness = cpu_seconds(os.getpid())
+        self._gc = gc_seconds(base)
         self._probe_worst = 0.0
         self._dumps = 0
         self._began = time.monotonic()
@@ -97,7 +112,8 @@ class Watch:
         self._offset += len(text.encode())
         holds = [(int(m[1]), m[2]) for m in SLOW_HOLD.finditer(text)]
         worst = max(holds, default=(0, ""))
-        waited, harness = _cpu_waited(), cpu_seconds(os.getpid())
+        pauses = [int(m[2]) for m in SLOW_GC.finditer(text)]
+        waited, harness, in_gc = _cpu_waited(), cpu_seconds(os.getpid()), gc_seconds(self.base)
         figures = {
             "slow_holds": len(holds),  # holds of the decision lock of 250 ms or more
             "worst_hold_ms": worst[0],
@@ -106,8 +122,12 @@ class Watch:
             "cpu_waited": round((waited - self._waited) / WINDOW_SECONDS, 3),
             "harness_cpu": round((harness - self._harness) / WINDOW_SECONDS, 2),
             "probe_worst_ms": round(self._probe_worst * 1e3, 1),
+            "slow_gcs": len(pauses),  # collections that stopped the worker 100 ms or more
+            "worst_gc_ms": max(pauses, default=0),
+            "gc_share": round((in_gc - self._gc) / WINDOW_SECONDS, 7),
         }
         self._waited, self._harness, self._probe_worst = waited, harness, 0.0
+        self._gc = in_gc
         return figures
 
     def stop(self) -> None:
@@ -316,6 +336,12 @@ def markdown(result: dict[str, Any]) -> str:
         f"{max(w.get('cpu_waited', 0) for w in windows):.0%} |",
         f"| decision lock held 250 ms or more (times) / longest hold | {slow_holds} / "
         f"{worst['worst_hold_ms']} ms{' by ' + worst['worst_hold_by'] if slow_holds else ''} |",
+        f"| garbage collections of 100 ms or more (times) / longest | "
+        f"{sum(w.get('slow_gcs', 0) for w in windows)} / "
+        f"{max(w.get('worst_gc_ms', 0) for w in windows)} ms |",
+        f"| share of the worker's time in garbage collection, first / last / most | "
+        f"{first.get('gc_share', 0):.1%} / {last.get('gc_share', 0):.1%} / "
+        f"{max(w.get('gc_share', 0) for w in windows):.1%} |",
         f"| slowest /healthz probe (every 0.5 s) | "
         f"{max(w.get('probe_worst_ms', 0) for w in windows):.0f} ms |",
         "",

@@ -15,6 +15,7 @@ def test_half_a_minute_of_soak_answers_every_call_and_writes_its_figures(tmp_pat
     assert result["windows"], "one 30-second window measured"
     window = result["windows"][0]
     assert window["cpu_waited"] >= 0 and window["probe_worst_ms"] > 0
+    assert window["gc_share"] > 0, "the worker collects garbage; its pauses are measured"
     assert (tmp_path / "server.log").exists()
     assert result["workload_error"] == "" and result["pair_errors"] == 0
     assert {code for code, count in result["codes"].items() if count} == {"200"}
@@ -25,4 +26,5 @@ def test_half_a_minute_of_soak_answers_every_call_and_writes_its_figures(tmp_pat
     write(result, doc, tmp_path / "soak.png")
     text = doc.read_text()
     assert "| answered other than 200 (4xx, 5xx) | 0 |" in text and "\nold\n" not in text
+    assert "| garbage collections of 100 ms or more (times) / longest |" in text
     assert text.endswith("\n\nafter\n") and (tmp_path / "soak.png").stat().st_size > 10_000
