@@ -340,8 +340,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"{sum(w.get('slow_gcs', 0) for w in windows)} / "
         f"{max(w.get('worst_gc_ms', 0) for w in windows)} ms |",
         f"| share of the worker's time in garbage collection, first / last / most | "
-        f"{first.get('gc_share', 0):.1%} / {last.get('gc_share', 0):.1%} / "
-        f"{max(w.get('gc_share', 0) for w in windows):.1%} |",
+        f"{first.get('gc_share', 0):.3%} / {last.get('gc_share', 0):.3%} / "
+        f"{max(w.get('gc_share', 0) for w in windows):.3%} |",
         f"| slowest /healthz probe (every 0.5 s) | "
         f"{max(w.get('probe_worst_ms', 0) for w in windows):.0f} ms |",
         "",
