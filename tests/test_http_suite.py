@@ -19,10 +19,16 @@ def test_the_suite_measures_gangplank_and_the_bare_server_side_by_side(tmp_path:
     assert "| 40 | gangplank NodeNames, as sent, 50 pairs/s paced | filter |" in text
     assert "RSS every 30 s of the paced run (MiB)" in text
     assert "| 40 | in the cache: 40 nodes, 400 pods |" in text
-    for label in ("gangplank NodeNames", "gangplank Nodes", "bare NodeNames"):
+    for label in (
+        "gangplank NodeNames",
+        "gangplank Nodes",
+        "bare NodeNames",
+        "bare NodeNames, as sent",
+    ):
         assert f"| 40 | {label} | filter |" in text
         assert f"| 40 | {label} | prioritize |" in text
     assert "gangplank / bare, CPU per pair (NodeNames)" in text
+    assert "gangplank / bare, CPU per pair (NodeNames, as sent)" in text
     assert "gangplank worker RSS before / after" in text
 
 

@@ -53,6 +53,7 @@ def plan_in_topology(
     sample, count = _largest(pods)
     count = min(count, needed) if needed else count
     nodes = snapshot.nodes
+    free_of = _once_each(free_of)  # the tiers and the fallback read the same nodes again
     room: dict[str, int] = {}
     for node in candidates(snapshot, sample, bounded=bounded).nodes:
         fit = how_many_fit(sample.requests, free_of(node))
@@ -70,6 +71,19 @@ def plan_in_topology(
     if required is not None:
         return PlanAttempt(reason=_why_not(snapshot, sample, count, required, room, running))
     return plan_gang(snapshot, pods, needed, free_of, prefer=prefer, avoid=avoid, bounded=bounded)
+
+
+def _once_each(free_of: FreeOf) -> FreeOf:
+    """`free_of`, asked once per node: each caller gets its own copy (plans spend it)."""
+    known: dict[str, dict[str, int]] = {}
+
+    def free(node: NodeInfo) -> dict[str, int]:
+        room = known.get(node.name)
+        if room is None:
+            room = known[node.name] = free_of(node)
+        return dict(room)
+
+    return free
 
 
 def _in_tier(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from extender.core.candidates import could_hold
 from extender.core.domains import plan_in_topology
 from extender.core.gang import job_key, job_name, resolve_gang
 from extender.core.gang_scheduler import GangScheduler
@@ -144,7 +145,9 @@ class Preemption:
         priority = max(p.priority for p in pods)
         found: PreemptionPlan | None = None
         rule = "priority"
-        placeable = placeable_nodes(snapshot, pods)
+        # The nodes that could ever hold the job: names first (remembered while nodes stay as
+        # they are); the node objects only when there are candidates to try.
+        holding = could_hold(snapshot, pods)
         planner = self._planner(snapshot, key)
         # A GPU job is made room for by jobs that hold GPUs: evicting CPU pods from a GPU node
         # frees no GPU (and CPU jobs, by the same rule, are made room for by CPU holders).
@@ -165,13 +168,20 @@ class Preemption:
                     and queue_of(p) == queue
                     and p.requests.get(scarce, 0) > 0
                 ),
-                placeable,
+                holding,
             )
             candidates = priority_candidates(lower, queue, priority, rules_of, now)
             candidates = broken_first(candidates, partial(self._runs_short, snapshot))
             if candidates:
                 found = find_victims(
-                    snapshot, pods, needed, free, candidates, now, placeable, planner
+                    snapshot,
+                    pods,
+                    needed,
+                    free,
+                    candidates,
+                    now,
+                    placeable_nodes(holding, snapshot),
+                    planner,
                 )
         if found is None and queue is not None and book is not None:
             request: dict[str, int] = {}
@@ -195,7 +205,7 @@ class Preemption:
                         and queue_of(p) in borrowing
                         and p.requests.get(scarce, 0) > 0
                     ),
-                    placeable,
+                    holding,
                 )
                 mine = set(book.policy.path(queue))
 
@@ -210,7 +220,14 @@ class Preemption:
                 candidates = broken_first(candidates, partial(self._runs_short, snapshot))
                 if candidates:
                     found = find_victims(
-                        snapshot, pods, needed, free, candidates, now, placeable, planner
+                        snapshot,
+                        pods,
+                        needed,
+                        free,
+                        candidates,
+                        now,
+                        placeable_nodes(holding, snapshot),
+                        planner,
                     )
         if found is None or len(found.victims) > budget:
             return 0

@@ -163,11 +163,12 @@ def _with_freed(free_of: FreeOf, freed: Mapping[str, dict[str, int]]) -> FreeOf:
     return free
 
 
-def placeable_nodes(snapshot: Snapshot, pods: Sequence[PodInfo]) -> dict[str, NodeInfo]:
-    """Nodes that could ever hold one of `pods`: its constraints allow it and the node's whole
-    allocatable could take the smallest (victims can only make room where room can be)."""
+def placeable_nodes(names: Iterable[str], snapshot: Snapshot) -> dict[str, NodeInfo]:
+    """The nodes named (by `could_hold`: those that could ever hold one of the job's pods, its
+    constraints allow it and their whole allocatable could take the smallest; victims can only
+    make room where room can be), as the snapshot has them."""
     nodes = snapshot.nodes
-    return {name: nodes[name] for name in could_hold(snapshot, pods)}
+    return {name: nodes[name] for name in names}
 
 
 def find_victims(
@@ -187,7 +188,7 @@ def find_victims(
     if not pods:
         return None
     if placeable is None:
-        placeable = placeable_nodes(snapshot, pods)
+        placeable = placeable_nodes(could_hold(snapshot, pods), snapshot)
     smallest = min(pods, key=lambda p: sum(p.requests.values())).requests
     base = {name: free_of(node) for name, node in placeable.items()}
     roomy = {name for name, room in base.items() if how_many_fit(smallest, room)}
