@@ -373,6 +373,72 @@ def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch
     assert len(plans) == 3 and all(len(k) == 1 for k in kept.values())
 
 
+def count_plans(monkeypatch: Any) -> list[int]:
+    import extender.core.gang_scheduler as gang_scheduler
+    from extender.core import domains
+
+    plans: list[int] = []
+    real = domains.plan_in_topology
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        plans.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gang_scheduler, "plan_in_topology", counted)
+    return plans
+
+
+def test_a_gang_of_alike_members_that_does_not_fit_waits_for_capacity_given_back(
+    monkeypatch: Any,
+) -> None:
+    """Pods of others taking capacity can only make a gang of alike members fit less, so its
+    "no" stands, unplanned, until something is given back (a busy cluster's binds are most of
+    its changes)."""
+    plans = count_plans(monkeypatch)
+    members = gang_pods("big", 4, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(3), pods=members)
+    gs = GangScheduler()
+    filter_all(gs, cluster, members)
+    planned = len(plans)
+    small = pod("small", gpu=1, node="n0", phase="Running")
+    cluster.add("pods", small)  # bound elsewhere: capacity taken, none given back
+    assert all(not kept for kept in filter_all(gs, cluster, members).values())
+    assert len(plans) == planned
+    cluster.delete("pods", small)  # finished: capacity given back, planned again
+    filter_all(gs, cluster, members)
+    assert len(plans) == planned + 1
+    cluster.add("nodes", node("n9", gpu=8, cpu="64"))
+    kept = filter_all(gs, cluster, members)
+    assert len(plans) == planned + 2 and all(len(k) == 1 for k in kept.values())
+
+
+def test_a_waiting_gang_of_alike_members_fits_once_another_gangs_reservation_lapses() -> None:
+    a = gang_pods("a", 3, gpu=8)
+    b = gang_pods("b", 3, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(4), pods=[*a, *b])
+    gs = GangScheduler(GangConfig(reservation_seconds=30))
+    filter_all(gs, cluster, a[:1], now=0.0)  # a reserves three of the four nodes
+    assert not any(filter_all(gs, cluster, b, now=10.0).values())
+    kept = filter_all(gs, cluster, b, now=31.0)  # a never bound: its reservation lapsed
+    assert all(len(k) == 1 for k in kept.values())
+
+
+def test_a_gang_of_unlike_members_is_planned_again_whenever_capacity_changes(
+    monkeypatch: Any,
+) -> None:
+    """With members of different shapes a greedy plan can fail on more room and succeed on
+    less, so any change of capacity makes it plan again."""
+    plans = count_plans(monkeypatch)
+    members = [*gang_pods("mixed", 4, gpu=8)[:3], *gang_pods("mixed", 4, gpu=4)[3:]]
+    cluster = Cluster(nodes=gpu_nodes(2), pods=members)
+    gs = GangScheduler()
+    filter_all(gs, cluster, members)
+    planned = len(plans)
+    cluster.add("pods", pod("small", gpu=1, node="n0", phase="Running"))
+    filter_all(gs, cluster, members)
+    assert len(plans) > planned
+
+
 def test_a_pod_of_no_gang_is_kept_off_capacity_planned_for_a_gang_on_every_state() -> None:
     members = gang_pods("train", 2, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(3), pods=members)

@@ -151,3 +151,19 @@ def test_the_lowest_priority_holding_resources_is_kept_by_queue_key() -> None:
     assert store.snapshot().queue_floor == {("", "default"): 10, ("", "research"): 0}
     pods.replace([pod("high", node="n2", gpu=1, phase="Succeeded", uid="u-high", priority=10)])
     assert store.snapshot().queue_floor == {}, "a finished pod holds nothing"
+
+
+def test_the_freed_generation_moves_only_when_capacity_is_given_back() -> None:
+    store = loaded("n1")
+    pods = handlers_for(store)["pods"]
+    start = store.snapshot().freed_generation
+    running = pod("w-0", node="n1", gpu=2, phase="Running")
+    pods.apply("ADDED", running)
+    pods.apply("ADDED", pod("waiting", gpu=1))
+    taken = store.snapshot()
+    assert taken.freed_generation == start, "a bind and a pod created give nothing back"
+    assert taken.capacity_generation > 0
+    pods.apply("DELETED", running)
+    assert store.snapshot().freed_generation == start + 1
+    handlers_for(store)["nodes"].apply("ADDED", node("n2", cpu="32", gpu=8))
+    assert store.snapshot().freed_generation == start + 2, "a node added"

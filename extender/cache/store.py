@@ -105,6 +105,7 @@ class ClusterStore:
         self._allocated: dict[str, int] = {}
         self._generation = 0
         self._capacity_generation = 0
+        self._freed_generation = 0
         # Nodes by the GPUs they have free (for planners: `core.candidates`), and a generation
         # bumped when nodes come, go, or change what decides who may run on them and how much.
         self._free_gpus: dict[str, int] = {}
@@ -271,15 +272,19 @@ class ClusterStore:
                 return self._snapshot
             if self._dirty:
                 self._capacity_generation += 1
+            freed = False
             for name in self._dirty:
                 node = self._nodes.get(name)
                 if node is not None:
                     info = self._materialize(node)
+                    freed = freed or _frees(self._node_infos.get(name), info)
                     self._count_node(self._node_infos.get(name), -1)
                     self._count_node(info, 1)
                     self._node_infos[name] = info
                     self._node_states[name] = self._intern(node_state(info))
                     self._index_free(name, info.free(GPU))
+            if freed:
+                self._freed_generation += 1
             self._dirty.clear()
             _publish(self._dirty_free, self._by_free_gpus, self._by_free_gpus_infos, frozenset)
             self._dirty_free.clear()
@@ -310,6 +315,7 @@ class ClusterStore:
                 queue_changes=tuple(self._queue_changes),
                 origin=self._origin,
                 capacity_generation=self._capacity_generation,
+                freed_generation=self._freed_generation,
                 node_generation=self._node_generation,
                 by_free_gpus=dict(self._by_free_gpus_infos),
                 capacity=dict(self._capacity),
@@ -464,3 +470,13 @@ class ClusterStore:
     def _materialize(self, node: NodeInfo) -> NodeInfo:
         pods = tuple(self._pods_by_node.get(node.name, {}).values())
         return replace(node, pods=pods, requested=total(p.requests for p in pods))
+
+
+def _frees(old: NodeInfo | None, new: NodeInfo) -> bool:
+    """Whether `new` has more of some resource free than `old` had (a new node: yes)."""
+    if old is None:
+        return True
+    if old.allocatable == new.allocatable and old.requested == new.requested:
+        return False
+    names = {*new.allocatable, *old.allocatable, *old.requested}
+    return any(new.free(name) > old.free(name) for name in names)

@@ -30,7 +30,7 @@ from extender.core.gang import Gang, group_key, job_key, job_name, resolve_gang
 from extender.core.held_nodes import HeldNodes
 from extender.core.hold import Hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.no_room import NoRoom, RoomState, avoid_state
+from extender.core.no_room import NoRoom, RoomState, alike, avoid_state, shrunk
 from extender.core.notices import Outbox
 from extender.core.placement import fits
 from extender.core.planner import describe, plan_gang
@@ -89,6 +89,7 @@ class GangScheduler:
         # capacity, reservations or the hold change (a plan at 5,000 nodes is tens of ms).
         self._no_room = NoRoom()
         self._reserved_version = 0
+        self._released_version = 0  # bumped when a reservation shrinks or goes (see no_room)
         self._held_nodes = HeldNodes()  # what they leave for a pod of no plan, per state
         self.outcomes = Outcomes()
         self.notices = Outbox()  # state changes to tell people (drained by the adapter)
@@ -165,6 +166,8 @@ class GangScheduler:
                     per_gang[name] = per_gang.get(name, 0) + amount
         if reserved != self._reserved:
             self._reserved_version += 1
+            if shrunk(self._reserved, reserved):
+                self._released_version += 1
         self._reserved = reserved
 
     def free_for(
@@ -230,7 +233,7 @@ class GangScheduler:
         now: float,
     ) -> FilterResult:
         avoid = self.avoid.get(gang.key, {})
-        state = self.room_state(snapshot, gang, avoid)
+        state = self._no_room_state(snapshot, gang, avoid)
         known = self._no_room.reason(gang.key, state)
         if known is not None:
             self.outcomes.failures["no-room"] += 1
@@ -306,7 +309,7 @@ class GangScheduler:
     def _fits_now(self, snapshot: Snapshot, gang: Gang) -> bool:
         """A dry run of the gang's plan (no avoided nodes: fewer limits, so a "no" holds for the
         real plan too, and is remembered for it)."""
-        state = self.room_state(snapshot, gang, self.avoid.get(gang.key, {}))
+        state = self._no_room_state(snapshot, gang, self.avoid.get(gang.key, {}))
         if self._no_room.reason(gang.key, state) is not None:
             return False
         attempt = plan_in_topology(
@@ -343,6 +346,26 @@ class GangScheduler:
             tuple(p.uid for p in gang.members),
             len(gang.bound),
             avoid_state(avoid),
+            self.topology,
+        )
+
+    def _no_room_state(
+        self, snapshot: Snapshot, gang: Gang, avoid: Mapping[str, set[str]]
+    ) -> RoomState | None:
+        """The state a "does not fit" of `gang` is remembered with: for a gang of alike members
+        that may go anywhere, only what gives capacity back (see `core/no_room.py`)."""
+        if avoid or snapshot.freed_generation < 0 or not alike(gang.pending):
+            return self.room_state(snapshot, gang, avoid)
+        hold = self.hold
+        return (
+            "alike",
+            snapshot.origin,
+            snapshot.freed_generation,
+            snapshot.node_generation,
+            self._released_version,
+            (hold.key, hold.deadline) if hold is not None else None,
+            tuple(p.uid for p in gang.members),
+            len(gang.bound),
             self.topology,
         )
 

@@ -186,6 +186,9 @@ class Snapshot:
     # Bumped by the store whenever a node's allocation or the set of nodes changes (a pod bound,
     # finished or gone; a node added): pods merely created leave it alone. -1: not kept.
     capacity_generation: int = -1
+    # Bumped by the store only when some node's free capacity grows (a pod finished or gone, a
+    # node added or given more): binds alone leave it alone. -1: not kept.
+    freed_generation: int = -1
     # Bumped by the store when nodes come or go or change labels, taints, cordon or allocatable
     # (what decides which pods may run on them, and how many at most): -1, not kept.
     node_generation: int = -1

@@ -6,11 +6,22 @@ is "no" again and again, and each plan reads every node. A gang that did not fit
 with what its plan depended on (`RoomState`: the capacity of the nodes, everyone's reservations,
 the hold, the gang's members and where some of them must not go); the same state gives the same
 answer, without planning again.
+
+A gang whose pending members are all alike (same requests and constraints) and may go anywhere
+has a plan exactly when, in some domain its topology allows, the members that fit node by node
+add up to enough; other pods taking more can only lower those counts. So its "no" holds until
+something is given back (a pod finished or gone, a node added or changed, a reservation released,
+the hold moved), and its state counts only those (`Snapshot.freed_generation`): the binds of
+everyone else, most of a busy cluster's changes, no longer make it plan again. Its reason string
+is then the one of its last plan (counts of nodes short of room may have grown since).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
+
+from extender.core.model import PodInfo
+from extender.core.placement import GPU_PRODUCT, REQUIRE_NODES
 
 # What a gang's plan depends on; equal states give equal answers (see GangScheduler.room_state).
 RoomState = tuple[object, ...]
@@ -21,6 +32,41 @@ LIMIT = 10_000  # gangs remembered (forgotten all at once beyond)
 def avoid_state(avoid: Mapping[str, Collection[str]] | None) -> tuple[object, ...]:
     """The part of the state that says which members must not go where."""
     return tuple(sorted((uid, tuple(sorted(nodes))) for uid, nodes in (avoid or {}).items()))
+
+
+def alike(pods: Sequence[PodInfo]) -> bool:
+    """Whether `pods` are interchangeable to a plan: the same requests and the same constraints
+    (what `candidates.constraints` reads), compared field by field, the first difference ending
+    it (a gang of hundreds is asked on every retry of every parked member)."""
+    if not pods:
+        return False
+    first = pods[0]
+    notes = first.annotations
+    product, required = notes.get(GPU_PRODUCT), notes.get(REQUIRE_NODES)
+    return all(
+        p.requests == first.requests
+        and p.node_selector == first.node_selector
+        and p.tolerations == first.tolerations
+        and p.affinity == first.affinity
+        and p.annotations.get(GPU_PRODUCT) == product
+        and p.annotations.get(REQUIRE_NODES) == required
+        for p in pods
+    )
+
+
+def shrunk(
+    before: Mapping[str, Mapping[str, Mapping[str, int]]],
+    after: Mapping[str, Mapping[str, Mapping[str, int]]],
+) -> bool:
+    """Whether some reservation (node -> gang -> resources) of `before` is smaller or gone in
+    `after`: capacity went back to others."""
+    for node, gangs in before.items():
+        now = after.get(node, {})
+        for key, taken in gangs.items():
+            kept = now.get(key, {})
+            if any(kept.get(name, 0) < amount for name, amount in taken.items()):
+                return True
+    return False
 
 
 class NoRoom:
