@@ -14,7 +14,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 from extender.logs import current_call
@@ -51,8 +52,13 @@ class DecisionLock:
         self._watchdog: threading.Thread | None = None
         self._stop = threading.Event()
 
-    def by(self, holder: str) -> _Named:
-        return _Named(self, holder)
+    @contextmanager
+    def by(self, holder: str) -> Iterator[None]:
+        self.acquire(holder)
+        try:
+            yield
+        finally:
+            self.release()
 
     def __enter__(self) -> None:
         self.acquire("")
@@ -133,21 +139,3 @@ class DecisionLock:
                 f" for pod {pod}" if pod else "",
                 "".join(traceback.format_stack(frame)).rstrip(),
             )
-
-
-class _Named:
-    __slots__ = ("_holder", "_lock")
-
-    def __init__(self, lock: DecisionLock, holder: str) -> None:
-        self._lock, self._holder = lock, holder
-
-    def __enter__(self) -> None:
-        self._lock.acquire(self._holder)
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self._lock.release()

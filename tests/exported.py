@@ -36,3 +36,16 @@ def exported_names() -> set[str]:
             _, _, name, kind = line.split(" ")
             names |= {name.removesuffix("_total") + s for s in suffixes.get(kind, ("",))}
     return names
+
+
+def observed(text: str, family: str, label: str) -> dict[str, float]:
+    """How many observations histogram `family` holds in /metrics `text`, by `label`'s value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        sample.labels[label]: sample.value
+        for metrics in text_string_to_metric_families(text)
+        if metrics.name == family
+        for sample in metrics.samples
+        if sample.name.endswith("_count")
+    }

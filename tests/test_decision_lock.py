@@ -7,13 +7,13 @@ import threading
 import time
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from extender.decision_lock import DecisionLock
 from extender.logs import begin_call, end_call, note_pod
 from extender.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import fixture
+from tests.exported import observed
 
 
 class Holds:
@@ -103,11 +103,5 @@ def test_metrics_show_the_holds_of_each_verb(runtime: Runtime) -> None:
     client.post("/scheduler/filter", json=body)
     client.post("/scheduler/prioritize", json=body)
     text = client.get("/metrics").data.decode()
-    counts = {
-        sample.labels["holder"]: sample.value
-        for family in text_string_to_metric_families(text)
-        if family.name == "gangplank_decision_lock_held_seconds"
-        for sample in family.samples
-        if sample.name.endswith("_count")
-    }
+    counts = observed(text, "gangplank_decision_lock_held_seconds", "holder")
     assert counts["filter"] == 1 and counts["prioritize"] == 1

@@ -7,11 +7,11 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from extender.gc_pauses import GcPauses
 from extender.runtime import Runtime
 from extender.web.app import create_app
+from tests.exported import observed
 
 
 class Pauses:
@@ -81,11 +81,5 @@ def test_a_started_runtime_shows_its_pauses_in_metrics(runtime: Runtime) -> None
     finally:
         runtime.stop()
     text = create_app(runtime).test_client().get("/metrics").data.decode()
-    counts = {
-        sample.labels["generation"]: sample.value
-        for family in text_string_to_metric_families(text)
-        if family.name == "gangplank_gc_pause_seconds"
-        for sample in family.samples
-        if sample.name.endswith("_count")
-    }
+    counts = observed(text, "gangplank_gc_pause_seconds", "generation")
     assert counts["2"] >= 1

@@ -337,17 +337,8 @@ class GangScheduler:
         the snapshot does not say when capacity changed."""
         if snapshot.capacity_generation < 0:
             return None
-        hold = self.hold
-        return (
-            snapshot.origin,
-            snapshot.capacity_generation,
-            self._reserved_version,
-            (hold.key, hold.deadline) if hold is not None else None,
-            tuple(p.uid for p in gang.members),
-            len(gang.bound),
-            avoid_state(avoid),
-            self.topology,
-        )
+        changes = (snapshot.capacity_generation, self._reserved_version, avoid_state(avoid))
+        return self._state(snapshot, gang, changes)
 
     def _no_room_state(
         self, snapshot: Snapshot, gang: Gang, avoid: Mapping[str, set[str]]
@@ -356,13 +347,14 @@ class GangScheduler:
         that may go anywhere, only what gives capacity back (see `core/no_room.py`)."""
         if avoid or snapshot.freed_generation < 0 or not alike(gang.pending):
             return self.room_state(snapshot, gang, avoid)
+        gives_back = (snapshot.freed_generation, snapshot.node_generation, self._released_version)
+        return self._state(snapshot, gang, ("alike", *gives_back))
+
+    def _state(self, snapshot: Snapshot, gang: Gang, changes: tuple[object, ...]) -> RoomState:
         hold = self.hold
         return (
-            "alike",
             snapshot.origin,
-            snapshot.freed_generation,
-            snapshot.node_generation,
-            self._released_version,
+            *changes,
             (hold.key, hold.deadline) if hold is not None else None,
             tuple(p.uid for p in gang.members),
             len(gang.bound),

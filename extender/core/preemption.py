@@ -156,6 +156,14 @@ class Preemption:
         def holds(pod: PodInfo) -> bool:
             return pod.requests.get(scarce, 0) > 0
 
+        def try_victims(candidates: list[RunningJob]) -> PreemptionPlan | None:
+            """The fewest of `candidates` (jobs broken already first) that make room."""
+            candidates = broken_first(candidates, partial(self._runs_short, snapshot))
+            if not candidates:
+                return None
+            placeable = placeable_nodes(holding, snapshot)
+            return find_victims(snapshot, pods, needed, free, candidates, now, placeable, planner)
+
         if (queue is None or rules_of(queue).within_queue) and _runs_lower(
             snapshot, book, queue, priority
         ):
@@ -170,19 +178,7 @@ class Preemption:
                 ),
                 holding,
             )
-            candidates = priority_candidates(lower, queue, priority, rules_of, now)
-            candidates = broken_first(candidates, partial(self._runs_short, snapshot))
-            if candidates:
-                found = find_victims(
-                    snapshot,
-                    pods,
-                    needed,
-                    free,
-                    candidates,
-                    now,
-                    placeable_nodes(holding, snapshot),
-                    planner,
-                )
+            found = try_victims(priority_candidates(lower, queue, priority, rules_of, now))
         if found is None and queue is not None and book is not None:
             request: dict[str, int] = {}
             for pod in pods:
@@ -214,21 +210,11 @@ class Preemption:
                     below = [q for q in path if q not in mine]
                     return below[-1] if below else victim
 
-                candidates = reclaim_candidates(
-                    jobs, queue, book.borrowed, book.governed, rules_of, now, account
-                )
-                candidates = broken_first(candidates, partial(self._runs_short, snapshot))
-                if candidates:
-                    found = find_victims(
-                        snapshot,
-                        pods,
-                        needed,
-                        free,
-                        candidates,
-                        now,
-                        placeable_nodes(holding, snapshot),
-                        planner,
+                found = try_victims(
+                    reclaim_candidates(
+                        jobs, queue, book.borrowed, book.governed, rules_of, now, account
                     )
+                )
         if found is None or len(found.victims) > budget:
             return 0
         grace = max((rules_of(v.queue).grace_seconds or 30 for v in found.victims), default=30)
