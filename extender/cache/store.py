@@ -277,8 +277,9 @@ class ClusterStore:
                 node = self._nodes.get(name)
                 if node is not None:
                     info = self._materialize(node)
-                    freed = freed or _frees(self._node_infos.get(name), info)
-                    self._count_node(self._node_infos.get(name), -1)
+                    old = self._node_infos.get(name)
+                    freed = freed or _frees(old, info)
+                    self._count_node(old, -1)
                     self._count_node(info, 1)
                     self._node_infos[name] = info
                     self._node_states[name] = self._intern(node_state(info))

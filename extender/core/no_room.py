@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from extender.core.candidates import constraints
 from extender.core.model import PodInfo
-from extender.core.placement import GPU_PRODUCT, REQUIRE_NODES
 
 # What a gang's plan depends on; equal states give equal answers (see GangScheduler.room_state).
 RoomState = tuple[object, ...]
@@ -36,22 +36,12 @@ def avoid_state(avoid: Mapping[str, Collection[str]] | None) -> tuple[object, ..
 
 def alike(pods: Sequence[PodInfo]) -> bool:
     """Whether `pods` are interchangeable to a plan: the same requests and the same constraints
-    (what `candidates.constraints` reads), compared field by field, the first difference ending
-    it (a gang of hundreds is asked on every retry of every parked member)."""
+    (`candidates.constraints`), the cheap comparison of requests first."""
     if not pods:
         return False
     first = pods[0]
-    notes = first.annotations
-    product, required = notes.get(GPU_PRODUCT), notes.get(REQUIRE_NODES)
-    return all(
-        p.requests == first.requests
-        and p.node_selector == first.node_selector
-        and p.tolerations == first.tolerations
-        and p.affinity == first.affinity
-        and p.annotations.get(GPU_PRODUCT) == product
-        and p.annotations.get(REQUIRE_NODES) == required
-        for p in pods
-    )
+    wanted = constraints(first)
+    return all(p.requests == first.requests and constraints(p) == wanted for p in pods)
 
 
 def shrunk(
