@@ -11,6 +11,7 @@ from extender.cache.store import ClusterStore
 from extender.core.candidates import allowed, candidates, could_hold
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.planner import plan_gang
+from extender.core.topology import Tier, domains
 from extender.core.victims import placeable_nodes
 from tests.builders import node, pod, pod_info
 
@@ -144,3 +145,16 @@ def test_a_plan_on_the_index_equals_a_plan_that_reads_every_node() -> None:
         assert placeable_nodes(could_hold(snapshot, gang), snapshot) == placeable_nodes(
             could_hold(plain, gang), plain
         )
+
+
+def test_a_tier_s_domains_follow_a_relabelled_node_and_are_never_shared_between_stores() -> None:
+    rack = Tier("rack", ("rack",))
+    store = store_of(node("n1", labels={"rack": "r1"}), node("n2", labels={"rack": "r1"}))
+    assert domains(store.snapshot(), rack).members == {"r1": ("n1", "n2")}
+    handlers_for(store)["pods"].apply("ADDED", pod("a", node="n1", gpu=1, phase="Running"))
+    assert domains(store.snapshot(), rack).of == {"n1": "r1", "n2": "r1"}
+    handlers_for(store)["nodes"].apply("MODIFIED", node("n2", labels={"rack": "r2"}))
+    assert domains(store.snapshot(), rack).members == {"r1": ("n1",), "r2": ("n2",)}
+    other = store_of(node("n1", labels={"rack": "r9"}), node("n3"))
+    assert domains(other.snapshot(), rack).of == {"n1": "r9"}  # n3 carries no rack label
+    assert domains(unindexed(store.snapshot()), rack).of == {"n1": "r1", "n2": "r2"}

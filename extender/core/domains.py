@@ -16,7 +16,7 @@ from extender.core.candidates import candidates
 from extender.core.model import NodeInfo, PodInfo, Snapshot
 from extender.core.placement import how_many_fit
 from extender.core.planner import FreeOf, PlanAttempt, describe, plan_gang
-from extender.core.topology import Constraint, Tier, Topology, domain_of
+from extender.core.topology import Constraint, Tier, Topology, domain_of, domains
 
 TRIES_PER_TIER = 3  # a plan costs O(nodes of the domain); the tightest few are enough
 
@@ -100,7 +100,8 @@ def _in_tier(
     bounded: bool,
 ) -> PlanAttempt | None:
     nodes = snapshot.nodes
-    sums = _room_by_domain(nodes, tier, room)
+    index = domains(snapshot, tier)
+    sums = _room_by_domain(index.of, room)
     if running:
         home = {domain_of(n, tier) for n in running}
         if len(home) != 1 or None in home:
@@ -108,7 +109,7 @@ def _in_tier(
         sums = {v: s for v, s in sums.items() if v in home}
     chosen = sorted((s, v) for v, s in sums.items() if s >= count)[:TRIES_PER_TIER]
     for _, value in chosen:
-        members = [n for n in nodes.values() if domain_of(n, tier) == value]
+        members = [nodes[name] for name in index.members[value]]
         attempt = plan_gang(
             snapshot,
             pods,
@@ -124,13 +125,11 @@ def _in_tier(
     return None
 
 
-def _room_by_domain(
-    nodes: Mapping[str, NodeInfo], tier: Tier, room: Mapping[str, int]
-) -> dict[str, int]:
-    """Members of the largest shape each domain of `tier` has room for."""
+def _room_by_domain(domain: Mapping[str, str], room: Mapping[str, int]) -> dict[str, int]:
+    """Members of the largest shape each domain has room for (`domain`: node -> its domain)."""
     sums: dict[str, int] = {}
     for name, fit in room.items():
-        value = domain_of(nodes[name], tier)
+        value = domain.get(name)
         if value is not None:
             sums[value] = sums.get(value, 0) + fit
     return sums
@@ -144,8 +143,8 @@ def _why_not(
     room: Mapping[str, int],
     running: Sequence[NodeInfo],
 ) -> str:
-    nodes = snapshot.nodes
-    sums = _room_by_domain(nodes, tier, room)
+    index = domains(snapshot, tier)
+    sums = _room_by_domain(index.of, room)
     what = f"{count} pod{'s' if count != 1 else ''} of {describe(sample.requests)}"
     if running:
         home = sorted({v for n in running if (v := domain_of(n, tier)) is not None})
@@ -155,8 +154,7 @@ def _why_not(
             f"required topology {tier.name}: needs {what} in {where}, which has room for "
             f"{have} (lacks {max(0, count - have)})"
         )
-    labelled = sum(1 for n in nodes.values() if domain_of(n, tier) is not None)
-    if not labelled:
+    if not index.of:
         return (
             f"required topology {tier.name}: no node carries a {tier.name} label "
             f"({', '.join(tier.labels)})"
