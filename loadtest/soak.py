@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from extender.sim.cluster import load_cluster
+from extender.sim.cluster import load_cluster, node_gpus
 from extender.sim.driver import Driver, Options, WallClock
 from extender.sim.http import HttpExtender
 from extender.sim.live import DEMO_SHAPES
@@ -175,7 +175,8 @@ def _cpu_waited() -> float:
 def run(minutes: float, rate: float, node_count: int, logs: Path) -> dict[str, Any]:
     seconds = minutes * 60
     nodes = load_cluster(f"synthetic:{node_count}x8")
-    gpus = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", 0)) for n in nodes)
+    per_node = node_gpus(nodes)
+    gpus = sum(per_node)
     mix = Mix(
         jobs=int(60 * minutes),
         hours=seconds / 3600,
@@ -186,7 +187,7 @@ def run(minutes: float, rate: float, node_count: int, logs: Path) -> dict[str, A
         sigma=0.7,
         min_duration=5.0,
     )
-    workload = generate(mix, gpus)
+    workload = generate(mix, per_node)
     port = free_port()
     extender = HttpExtender(port, POLICY, log_level="warning", log_path=logs / "server.log")
     driver = Driver(

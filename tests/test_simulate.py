@@ -4,18 +4,22 @@ decision core in simulated time, and through kube-scheduler alone for comparison
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from extender.cli import main
+from extender.convert import node_from_api
 from extender.sim.baseline import Baseline
 from extender.sim.cluster import ClusterError, load_cluster, synthetic
 from extender.sim.driver import Driver
+from extender.sim.fit import FitIndex
 from extender.sim.inprocess import InProcess
 from extender.sim.report import figures
-from extender.sim.workload import JobSpec, Mix, from_trace, generate
+from extender.sim.workload import JobSpec, Mix, Shape, from_trace, generate, pressure
+from tests.builders import pod_info
 
 DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "extender/data/demo-cluster.yaml"
 
@@ -65,12 +69,49 @@ def test_a_job_larger_than_the_cluster_ends_the_run_and_is_counted_as_never_star
 
 def test_generated_workloads_are_reproducible_and_sized_to_the_load() -> None:
     mix = Mix(jobs=300, hours=10, load=0.5, seed=7, queues={"a": 1, "b": 3})
-    jobs = generate(mix, cluster_gpus=512)
-    assert jobs == generate(mix, cluster_gpus=512)
-    assert jobs != generate(Mix(jobs=300, hours=10, load=0.5, seed=8), 512)
+    jobs = generate(mix, [8] * 64)
+    assert jobs == generate(mix, [8] * 64)
+    assert jobs != generate(Mix(jobs=300, hours=10, load=0.5, seed=8), [8] * 64)
     asked = sum(j.total_gpus * j.duration for j in jobs) / 3600
     assert 0.25 * 512 * 10 < asked < 1.0 * 512 * 10  # lognormal: near the target, not on it
     assert sum(j.queue == "b" for j in jobs) > sum(j.queue == "a" for j in jobs)
+
+
+def test_generated_load_is_measured_against_the_nodes_that_can_run_each_pod() -> None:
+    # 8 GPUs on 8-GPU nodes, 24 on 1-GPU nodes: jobs of 8-GPU pods can use only the first 8
+    # GPUs, so at load 0.5 they ask for 4 GPUs on average over the span, not 16.
+    big = Mix(jobs=400, hours=10, load=0.5, seed=3, shapes=(Shape(1, 8, 1),))
+    jobs = generate(big, [8] + [1] * 24)
+    asked = sum(j.total_gpus * j.duration for j in jobs) / (10 * 3600)
+    assert 2 < asked < 8
+    assert jobs == generate(big, [1] * 12 + [8] + [1] * 12)  # the same nodes: the same jobs
+    # single-GPU pods may use every node: the whole cluster's GPUs count
+    small = generate(
+        Mix(jobs=400, hours=10, load=0.5, seed=3, shapes=(Shape(1, 1, 1),)), [8] + [1] * 24
+    )
+    assert 8 < sum(j.total_gpus * j.duration for j in small) / (10 * 3600) < 32
+    assert pressure([Shape(1, 16, 1)], [8] * 4) == 0.0  # pods no node can hold count nowhere
+
+
+def test_the_simulated_scheduler_s_own_filter_follows_every_bind_and_release() -> None:
+    nodes = {n.name: n for n in (node_from_api(raw) for raw in synthetic(40, 8))}
+    free = {name: dict(n.allocatable) for name, n in nodes.items()}
+    index = FitIndex(nodes, free)
+    kinds = [pod_info(gpu=g, cpu=c) for g, c in ((1, "1"), (4, "8"), (8, "1"))]
+    rng = random.Random(5)
+    for _ in range(400):
+        name = rng.choice(list(nodes))
+        gpus = rng.choice((1, 2, 4))
+        taken = free[name]["nvidia.com/gpu"] - gpus
+        if taken < 0 or rng.random() < 0.4:
+            free[name]["nvidia.com/gpu"] = min(8, free[name]["nvidia.com/gpu"] + gpus)
+        else:
+            free[name]["nvidia.com/gpu"] = taken
+        index.moved(name)
+        for kind in kinds:
+            want = kind.requests
+            walked = {n for n, f in free.items() if all(f.get(r, 0) >= a for r, a in want.items())}
+            assert set(index.nodes_for(kind)) == walked
 
 
 def test_clusters_come_from_yaml_dumps_trace_csvs_and_synthetic_specs(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from extender.core.resources import GPU
+
 SPOT_NODES = "alibaba-spot-gpu-v2026/node_info_df.csv"
 NODES_PER_RACK = 8
 RACKS_PER_BLOCK = 4
@@ -134,6 +136,11 @@ def _yaml_nodes(path: Path) -> list[dict[str, Any]]:
     if not nodes:
         raise ClusterError(f"{path}: no Node objects in it")
     return nodes
+
+
+def node_gpus(nodes: list[dict[str, Any]]) -> list[int]:
+    """The GPUs each node can give (its allocatable `nvidia.com/gpu`)."""
+    return [int(n["status"]["allocatable"].get(GPU, 0)) for n in nodes]
 
 
 def load_cluster(spec: str) -> list[dict[str, Any]]:

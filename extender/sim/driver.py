@@ -23,13 +23,14 @@ import itertools
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from extender.convert import node_from_api, pod_from_api
 from extender.core.model import NodeInfo, PodInfo
 from extender.core.resources import GPU
+from extender.sim.fit import PODS, FitIndex
 from extender.sim.workload import JobSpec, pod_object
 
 BACKOFF_INITIAL = 1.0
@@ -39,7 +40,6 @@ FLUSH_EVERY = 30.0
 STALL_SECONDS = 3600.0
 STAGGER = 0.2  # seconds between the creation stamps of one job's pods
 MIN_CANDIDATES = 100  # kube-scheduler's minCandidateNodesAbsolute
-PODS = "pods"
 
 
 @dataclass(eq=False)
@@ -206,7 +206,7 @@ class Driver:
         self.pending: dict[str, SimPod] = {}
         self.live: dict[str, SimPod] = {}  # every pod of a run not gone, by uid
         self.parked: dict[str, SimPod] = {}
-        self._fit_cache: dict[Any, list[str]] = {}
+        self.fit = FitIndex(self.nodes, self.free)
         self._bound_priorities: Counter[int] = Counter()
         # figures
         self.samples: list[Sample] = []
@@ -401,7 +401,7 @@ class Driver:
         self.cycles += 1
         pod.attempts += 1
         pod.last_try = self.now
-        feasible = self._fit(pod)
+        feasible = self.fit.nodes_for(pod.info)
         if not feasible:
             if not self._preempt(pod, None):
                 self._park(pod, "")
@@ -431,39 +431,6 @@ class Driver:
             return
         self._bound(pod, node)
 
-    def _fit(self, pod: SimPod) -> list[str]:
-        """kube-scheduler's own filters: room for the requests, the nodeSelector."""
-        info = pod.info
-        key = (tuple(sorted(info.requests.items())), tuple(sorted(info.node_selector.items())))
-        cached = self._fit_cache.get(key)
-        if cached is not None:
-            return cached
-        want = {r: a for r, a in info.requests.items() if a > 0}
-        gpus = want.get(GPU, 0)
-        if gpus:
-            names: Iterable[str] = itertools.chain.from_iterable(
-                bucket for free, bucket in self.by_free_gpu.items() if free >= gpus
-            )
-        else:
-            names = self.nodes
-        selector = info.node_selector
-        out = []
-        for name in names:
-            free = self.free[name]
-            if free.get(PODS, 0) < 1 or any(free.get(r, 0) < a for r, a in want.items()):
-                continue
-            node = self.nodes[name]
-            if node.unschedulable or (
-                selector and any(node.labels.get(k) != v for k, v in selector.items())
-            ):
-                continue
-            out.append(name)
-        self._fit_cache[key] = out
-        return out
-
-    def _changed(self) -> None:
-        self._fit_cache.clear()
-
     def _move(self, name: str, pod: SimPod, sign: int) -> None:
         free = self.free[name]
         before = free.get(GPU, 0)
@@ -474,7 +441,7 @@ class Driver:
         if before != after:
             del self.by_free_gpu[before][name]
             self.by_free_gpu.setdefault(after, {})[name] = None
-        self._changed()
+        self.fit.moved(name)
 
     def _bound(self, pod: SimPod, node: str) -> None:
         self._last_change = self.now

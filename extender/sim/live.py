@@ -16,7 +16,7 @@ from typing import Any
 
 from extender.demo import show_queues
 from extender.policy_file import load_policy
-from extender.sim.cluster import load_cluster
+from extender.sim.cluster import load_cluster, node_gpus
 from extender.sim.driver import Driver, Options, WallClock
 from extender.sim.http import HttpExtender
 from extender.sim.report import figures, summary, write_html, write_json
@@ -71,7 +71,8 @@ def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -
     nodes = load_cluster(str(DATA / "demo-cluster.yaml"))
     policy_path = DATA / "demo-policy.yaml"
     policy = load_policy(policy_path)
-    gpus = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", 0)) for n in nodes)
+    per_node = node_gpus(nodes)
+    gpus = sum(per_node)
     mix = Mix(
         jobs=jobs,
         hours=seconds / 3600,
@@ -82,7 +83,7 @@ def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -
         sigma=0.5,
         min_duration=3.0,
     )
-    workload = generate(mix, gpus)
+    workload = generate(mix, per_node)
     extender = HttpExtender(port, policy_path, log_level="error")
     clock = WallClock()
     view = LiveView(clock.now, {j.name: j for j in workload})

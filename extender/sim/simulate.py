@@ -21,7 +21,7 @@ from typing import Any
 from extender.core.policy import Policy, PolicyError
 from extender.policy_file import load_policy
 from extender.sim.baseline import Baseline
-from extender.sim.cluster import ClusterError, load_cluster
+from extender.sim.cluster import ClusterError, load_cluster, node_gpus
 from extender.sim.driver import Driver, Extender, Options
 from extender.sim.inprocess import InProcess
 from extender.sim.report import differences, figures, summary, write_html, write_json
@@ -183,7 +183,6 @@ def main(args: argparse.Namespace) -> int:
         policy = load_policy(args.policy) if args.policy else None
         nodes = load_cluster(args.cluster)
         if args.workload == "generated":
-            gpus = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", 0)) for n in nodes)
             mix = Mix(
                 jobs=args.jobs,
                 hours=args.hours,
@@ -191,7 +190,7 @@ def main(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 queues=_queues(args, policy),
             )
-            jobs = generate(mix, gpus)
+            jobs = generate(mix, node_gpus(nodes))
         else:
             queues = list(_queues(args, policy)) if (args.queues or policy) else []
             jobs = from_trace(Path(args.workload), queues, args.jobs, args.seed)

@@ -82,7 +82,25 @@ class Mix:
     min_duration: float = 60.0
 
 
-def generate(mix: Mix, cluster_gpus: int) -> list[JobSpec]:
+def pressure(picked: Sequence[Shape], node_gpus: Sequence[int]) -> float:
+    """GPUs asked by `picked`, as a share of what the cluster can give them, at its tightest.
+
+    A pod asking g GPUs runs only on a node with g or more, so the pods asking g or more share
+    the GPUs of those nodes: this is the largest such ratio over g (when every node can hold
+    every pod, the GPUs asked over the cluster's). Pods no node can hold count nowhere."""
+    worst = 0.0
+    for g in sorted({s.gpus for s in picked if s.gpus > 0}):
+        room = sum(n for n in node_gpus if n >= g)
+        if room:
+            asked = sum(s.members * s.gpus for s in picked if s.gpus >= g)
+            worst = max(worst, asked / room)
+    return worst
+
+
+def generate(mix: Mix, node_gpus: Sequence[int]) -> list[JobSpec]:
+    """`node_gpus`: the GPUs of each node. Durations are sized so that the GPU-hours asked are
+    `mix.load` of what the cluster can run of them (`pressure`): on a cluster of small and large
+    nodes, jobs of 8-GPU pods load the 8-GPU nodes to `load`, whatever the small nodes do."""
     rng = random.Random(mix.seed)
     horizon = mix.hours * 3600.0
     shapes = list(mix.shapes)
@@ -91,10 +109,9 @@ def generate(mix: Mix, cluster_gpus: int) -> list[JobSpec]:
     queue_weights = [mix.queues[q] for q in queues]
     picked = [rng.choices(shapes, weights)[0] for _ in range(mix.jobs)]
     times = sorted(rng.uniform(0, horizon) for _ in range(mix.jobs))
-    # median duration so that sum(gpus x duration) = load x capacity x horizon
+    # median duration so that the tightest class's GPU-hours asked = load x its GPUs x horizon
     mean_factor = math.exp(mix.sigma**2 / 2)  # mean of a lognormal over its median
-    asked = sum(s.members * s.gpus for s in picked) or 1
-    median = mix.load * max(cluster_gpus, 1) * horizon / (asked * mean_factor)
+    median = mix.load * horizon / ((pressure(picked, node_gpus) or 1.0) * mean_factor)
     jobs = []
     for i, (shape, when) in enumerate(zip(picked, times, strict=True)):
         queue = rng.choices(queues, queue_weights)[0] if queues else ""
