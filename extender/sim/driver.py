@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import random
 import time
 from collections import Counter
@@ -35,6 +36,10 @@ from extender.sim.workload import JobSpec, pod_object
 
 BACKOFF_INITIAL = 1.0
 BACKOFF_MAX = 10.0
+# after the first try, the second, ...: doubling up to the most (then the most)
+BACKOFF = tuple(
+    itertools.takewhile(lambda d: d < BACKOFF_MAX, (BACKOFF_INITIAL * 2.0**i for i in range(64)))
+)
 FLUSH_AFTER = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
 FLUSH_EVERY = 30.0
 STALL_SECONDS = 3600.0
@@ -52,10 +57,10 @@ class SimPod:
     parked_at: float | None = None
     in_backoff: bool = False
     last_try: float = 0.0
+    uid: str = field(init=False)
 
-    @property
-    def uid(self) -> str:
-        return self.info.uid
+    def __post_init__(self) -> None:
+        self.uid = self.info.uid
 
     @property
     def requests(self) -> Mapping[str, int]:
@@ -239,8 +244,11 @@ class Driver:
         self.extender.start(self.raw_nodes)
         last_arrival = max((r.spec.arrival for r in self.records), default=0.0)
         try:
-            while self._events:
-                t = self._events[0][0]
+            while self._events or self._backoff:
+                t = min(
+                    self._events[0][0] if self._events else math.inf,
+                    self._backoff[0][0] if self._backoff else math.inf,
+                )
                 if self.options.until is not None and t > self.options.until:
                     break
                 if t > last_arrival and not self.live:
@@ -278,8 +286,6 @@ class Driver:
                 self._remove_run(run)
                 self.on_event("finished", run.record.spec.name)
                 return True
-            return False
-        if kind == "backoff":
             return False
         if kind == "tick":
             self._tick()
@@ -362,15 +368,15 @@ class Driver:
         if ready > self.now:
             pod.in_backoff = True
             heapq.heappush(self._backoff, (ready, next(self._seq), pod))
-            self._push(ready, "backoff", None)
         else:
             self._enqueue(pod)
 
     def _backoff_until(self, pod: SimPod) -> float:
         if pod.attempts == 0:
             return self.now
-        delay: float = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0 ** min(pod.attempts - 1, 10))
-        return pod.last_try + delay
+        if pod.attempts > len(BACKOFF):
+            return pod.last_try + BACKOFF_MAX
+        return pod.last_try + BACKOFF[pod.attempts - 1]
 
     def _requeue_parked(self) -> None:
         for pod in list(self.parked.values()):
@@ -427,7 +433,6 @@ class Driver:
             ready = self._backoff_until(pod)
             pod.in_backoff = True
             heapq.heappush(self._backoff, (ready, next(self._seq), pod))
-            self._push(ready, "backoff", None)
             return
         self._bound(pod, node)
 
