@@ -14,7 +14,7 @@ from extender.cli import main
 from extender.convert import node_from_api
 from extender.sim.baseline import Baseline
 from extender.sim.cluster import ClusterError, load_cluster, synthetic
-from extender.sim.driver import Driver
+from extender.sim.driver import Driver, Options
 from extender.sim.fit import FitIndex
 from extender.sim.inprocess import InProcess
 from extender.sim.report import figures
@@ -65,6 +65,16 @@ def test_a_job_larger_than_the_cluster_ends_the_run_and_is_counted_as_never_star
     result = run(InProcess(None), [job("big", 0, members=4, gpus=8)])
     assert result["never_started"] == 1
     assert result["simulated_hours"] <= 2.1
+
+
+def test_the_stand_in_scheduler_places_one_pod_per_cycle_so_a_backlog_drains_at_a_pace() -> None:
+    jobs = [job(f"j{i}", 0.0) for i in range(6)]  # six 1-GPU pods at once, room for all
+    driver = Driver(synthetic(1, 8), jobs, Baseline(), Options(cycle_seconds=2.0))
+    driver.run()
+    assert [r.started for r in driver.records] == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    instant = Driver(synthetic(1, 8), jobs, Baseline())
+    instant.run()
+    assert {r.started for r in instant.records} == {0.0}
 
 
 def test_generated_workloads_are_reproducible_and_sized_to_the_load() -> None:

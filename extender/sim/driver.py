@@ -11,7 +11,9 @@ It behaves as ../shared/fixtures/kube-scheduler/NOTES.md describes kube-schedule
 - preemption after a failed cycle: on the nodes not failed as unresolvable, lower-priority pods
   whose removal makes room are candidates, the extender's preempt narrows them, the victims on
   the best node kept are deleted;
-- a job runs its duration once every member is bound, then its pods go away.
+- a job runs its duration once every member is bound, then its pods go away;
+- a cycle takes `Options.cycle_seconds` of simulated time: a backlog drains at a pace, as on a
+  real kube-scheduler, and a backlog of thousands is not tried again every 10 s.
 Evicted jobs (preemption or gangplank's reclaim) are re-created by their controller and wait
 again. Gangs that never complete hold what their bound members hold (the baseline shows it).
 """
@@ -43,6 +45,7 @@ BACKOFF = tuple(
 FLUSH_AFTER = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
 FLUSH_EVERY = 30.0
 STALL_SECONDS = 3600.0
+PROGRESS_EVERY = 36.0  # simulated seconds between progress reports (0.01 h)
 STAGGER = 0.2  # seconds between the creation stamps of one job's pods
 MIN_CANDIDATES = 100  # kube-scheduler's minCandidateNodesAbsolute
 
@@ -170,6 +173,10 @@ class Options:
     stall_seconds: float = (
         STALL_SECONDS  # after the last arrival, stop once nothing moved this long
     )
+    # Simulated time one scheduling cycle takes: kube-scheduler places one pod at a time, so a
+    # backlog drains at 1/cycle_seconds pods a second. 0: cycles take no time (the live demo's
+    # cycles take real time already).
+    cycle_seconds: float = 0.0
 
 
 class Driver:
@@ -208,6 +215,8 @@ class Driver:
         self._events: list[tuple[float, int, str, Any]] = []
         self._active: list[tuple[int, float, int, SimPod]] = []
         self._backoff: list[tuple[float, int, SimPod]] = []
+        self._free_at = 0.0  # when the scheduler is done with its current cycle
+        self._last_arrival = 0.0
         self.pending: dict[str, SimPod] = {}
         self.live: dict[str, SimPod] = {}  # every pod of a run not gone, by uid
         self.parked: dict[str, SimPod] = {}
@@ -242,20 +251,13 @@ class Driver:
     def run(self) -> None:
         started = time.perf_counter()
         self.extender.start(self.raw_nodes)
-        last_arrival = max((r.spec.arrival for r in self.records), default=0.0)
+        self._last_arrival = max((r.spec.arrival for r in self.records), default=0.0)
+        shown = -math.inf
         try:
             while self._events or self._backoff:
-                t = min(
-                    self._events[0][0] if self._events else math.inf,
-                    self._backoff[0][0] if self._backoff else math.inf,
-                )
-                if self.options.until is not None and t > self.options.until:
+                t = min(self._next_wake(), self._free_at if self._active else math.inf)
+                if self._ends_before(t):
                     break
-                if t > last_arrival and not self.live:
-                    break  # every job has ended
-                stall = self.options.stall_seconds
-                if t > last_arrival + stall and t > self._last_change + stall:
-                    break  # nothing runs and nothing has moved for an hour: it never will
                 self.clock.wait_until(t)
                 self._account(t)
                 self.now = t
@@ -266,12 +268,30 @@ class Driver:
                 if moved:
                     self._requeue_parked()
                 self._schedule()
-                if self.progress is not None:
-                    self.progress(t)
+                if self.progress is not None and self.now >= shown + PROGRESS_EVERY:
+                    shown = self.now
+                    self.progress(self.now)
         finally:
             self._account(self.now)
             self.extender.stop()
             self.wall_seconds = time.perf_counter() - started
+
+    def _next_wake(self) -> float:
+        """The next event's time, or the next end of a backoff."""
+        return min(
+            self._events[0][0] if self._events else math.inf,
+            self._backoff[0][0] if self._backoff else math.inf,
+        )
+
+    def _ends_before(self, t: float) -> bool:
+        """Whether the run is over before time `t`."""
+        if self.options.until is not None and t > self.options.until:
+            return True
+        if t > self._last_arrival and not self.live:
+            return True  # every job has ended
+        stall = self.options.stall_seconds
+        # nothing runs and nothing has moved for an hour: it never will
+        return t > self._last_arrival + stall and t > self._last_change + stall
 
     def _handle(self, kind: str, payload: Any) -> bool:
         """Returns whether it was a cluster event (parked pods are retried)."""
@@ -396,12 +416,23 @@ class Driver:
             if pod.uid in self.pending and pod.uid not in self.parked:
                 self._enqueue(pod)
         seen: set[str] = set()
+        cycle = self.options.cycle_seconds
         while self._active:
+            if self._free_at > self.now:
+                # the next cycle starts later: go on here while nothing else happens before it
+                # (the event loop would come back to this very point), else return to the loop
+                t = self._free_at
+                if t >= self._next_wake() or self._ends_before(t):
+                    return
+                self._account(t)
+                self.now = t
             _, _, _, pod = heapq.heappop(self._active)
             if pod.uid not in self.pending or pod.uid in seen or pod.uid in self.parked:
                 continue
-            seen.add(pod.uid)
+            if not cycle:
+                seen.add(pod.uid)  # with cycles taking no time, once each at one instant
             self._cycle(pod)
+            self._free_at = self.now + cycle  # the next pod's cycle starts then
 
     def _cycle(self, pod: SimPod) -> None:
         self.cycles += 1
