@@ -177,6 +177,9 @@ class Options:
     # backlog drains at 1/cycle_seconds pods a second. 0: cycles take no time (the live demo's
     # cycles take real time already).
     cycle_seconds: float = 0.0
+    # After the last arrival, stop this long after it at most (None: when the work is done or
+    # stalls). A run without gangs can deadlock for good while unrelated jobs trickle on.
+    drain_seconds: float | None = None
 
 
 class Driver:
@@ -289,6 +292,9 @@ class Driver:
             return True
         if t > self._last_arrival and not self.live:
             return True  # every job has ended
+        drain = self.options.drain_seconds
+        if drain is not None and t > self._last_arrival + drain:
+            return True
         stall = self.options.stall_seconds
         # nothing runs and nothing has moved for an hour: it never will
         return t > self._last_arrival + stall and t > self._last_change + stall

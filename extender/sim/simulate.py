@@ -163,7 +163,7 @@ def _progress(total: float, label: str, quiet: bool) -> tuple[Callable[[float], 
         hours = round(t / 3600, 2)
         if hours > bar.total:  # past the last arrival: the run goes on until the work is done
             bar.total = hours
-            bar.set_description(f"{label}, after the last arrival", refresh=False)
+            bar.set_description_str(f"{label}, after the last arrival", refresh=False)
         if hours > bar.n:
             bar.update(hours - bar.n)
 
@@ -182,7 +182,13 @@ def run_variant(
         nodes,
         jobs,
         extender,
-        Options(kick_seconds=args.kick_seconds, seed=args.seed, cycle_seconds=args.cycle_ms / 1000),
+        Options(
+            kick_seconds=args.kick_seconds,
+            seed=args.seed,
+            cycle_seconds=args.cycle_ms / 1000,
+            # work a free cluster would have finished: the longest job, after the last arrival
+            drain_seconds=max((j.duration for j in jobs), default=0.0),
+        ),
         progress=update,
     )
     try:
