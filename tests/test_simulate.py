@@ -77,6 +77,14 @@ def test_the_stand_in_scheduler_places_one_pod_per_cycle_so_a_backlog_drains_at_
     assert {r.started for r in instant.records} == {0.0}
 
 
+def test_a_run_stops_its_drain_time_after_the_last_arrival_even_while_work_goes_on() -> None:
+    jobs = [job("long", 0.0, hours=10), job("late", 600.0, hours=10)]
+    driver = Driver(synthetic(1, 8), jobs, Baseline(), Options(drain_seconds=3600.0))
+    driver.run()
+    assert 600.0 < driver.now <= 4200.0
+    assert all(r.started is not None and r.ended is None for r in driver.records)
+
+
 def test_generated_workloads_are_reproducible_and_sized_to_the_load() -> None:
     mix = Mix(jobs=300, hours=10, load=0.5, seed=7, queues={"a": 1, "b": 3})
     jobs = generate(mix, [8] * 64)
