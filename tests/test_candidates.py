@@ -150,7 +150,9 @@ def test_a_plan_on_the_index_equals_a_plan_that_reads_every_node() -> None:
 def test_a_tier_s_domains_follow_a_relabelled_node_and_are_never_shared_between_stores() -> None:
     rack = Tier("rack", ("rack",))
     store = store_of(node("n1", labels={"rack": "r1"}), node("n2", labels={"rack": "r1"}))
-    assert domains(store.snapshot(), rack).members == {"r1": ("n1", "n2")}
+    assert {v: set(ns) for v, ns in domains(store.snapshot(), rack).members.items()} == {
+        "r1": {"n1", "n2"}
+    }
     handlers_for(store)["pods"].apply("ADDED", pod("a", node="n1", gpu=1, phase="Running"))
     assert domains(store.snapshot(), rack).of == {"n1": "r1", "n2": "r1"}
     handlers_for(store)["nodes"].apply("MODIFIED", node("n2", labels={"rack": "r2"}))
@@ -158,3 +160,9 @@ def test_a_tier_s_domains_follow_a_relabelled_node_and_are_never_shared_between_
     other = store_of(node("n1", labels={"rack": "r9"}), node("n3"))
     assert domains(other.snapshot(), rack).of == {"n1": "r9"}  # n3 carries no rack label
     assert domains(unindexed(store.snapshot()), rack).of == {"n1": "r1", "n2": "r2"}
+    # a view of some of the nodes (preemption's trials) keeps the generation, not the nodes
+    whole = store.snapshot()
+    part = replace(whole, nodes={"n2": whole.nodes["n2"]})
+    assert domains(part, rack).of == {"n2": "r2"}
+    assert domains(whole, rack).of == {"n1": "r1", "n2": "r2"}
+    assert domains(part, rack).of == {"n2": "r2"}

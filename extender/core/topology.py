@@ -95,6 +95,7 @@ class Domains:
 
     of: Mapping[str, str]
     members: Mapping[str, tuple[str, ...]]
+    nodes: int  # how many nodes the snapshot had
 
 
 DOMAINS_KEPT = 64
@@ -107,8 +108,12 @@ def domains(snapshot: Snapshot, tier: Tier) -> Domains:
     several times; walking every node for each was most of a plan's time at 4,000 nodes."""
     kept = snapshot.node_generation >= 0
     key = (snapshot.origin, snapshot.node_generation, tier)
-    if kept and (found := _domains.get(key)) is not None:
+    found = _domains.get(key) if kept else None
+    if found is not None and found.nodes == len(snapshot.nodes):
         return found
+    # A view of some of the store's nodes (a trial of preemption) keeps the generation: it is
+    # worked out on its own; what is kept is the whole set, the largest one seen.
+    kept = kept and (found is None or len(snapshot.nodes) > found.nodes)
     of: dict[str, str] = {}
     members: dict[str, list[str]] = {}
     for node in snapshot.nodes.values():
@@ -116,7 +121,9 @@ def domains(snapshot: Snapshot, tier: Tier) -> Domains:
         if value is not None:
             of[node.name] = value
             members.setdefault(value, []).append(node.name)
-    result = Domains(of, {value: tuple(names) for value, names in members.items()})
+    result = Domains(
+        of, {value: tuple(names) for value, names in members.items()}, len(snapshot.nodes)
+    )
     if kept:
         if len(_domains) >= DOMAINS_KEPT:
             _domains.clear()
