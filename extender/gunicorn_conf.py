@@ -1,15 +1,21 @@
 """gunicorn settings for gangplank (`gunicorn -c python:extender.gunicorn_conf ...`).
 
-One worker process with threads: the reservations and the cluster cache must be one state.
-Keep-alive is on (kube-scheduler reuses connections; the sync worker would close each one).
-The watch threads start in the worker, after the fork (`post_worker_init`).
+One worker process: the reservations and the cluster cache must be one state. Its worker class
+is gevent: one event loop answers every connection, and the watch threads are greenlets of it
+(gunicorn patches the standard library in the worker, before the app is loaded). Measured beside
+gthread on the same calls (docs/benchmarks.md), it spends about a third of the CPU a call
+(gunicorn's thread hand-offs are gone); gthread stays a setting (`--worker-class gthread`).
+Cooperative means a long computation holds every call until it ends, as the decision lock does
+anyway; the watch and the relist give way every few hundred objects. Keep-alive is on
+(kube-scheduler reuses connections; the sync worker would close each one). The watches start in
+the worker, after the fork (`post_worker_init`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-worker_class = "gthread"
+worker_class = "extender.gevent_worker.Worker"
 workers = 1
 threads = 8
 keepalive = 75

@@ -13,6 +13,9 @@ from extender import gunicorn_conf
 from extender.logs import configure_logging
 from extender.settings import Settings
 
+# --worker-class -> gunicorn's worker_class
+WORKERS = {"gevent": "extender.gevent_worker.Worker", "gthread": "gthread"}
+
 
 class GangplankServer(BaseApplication):  # type: ignore[misc]
     def __init__(self, settings: Settings) -> None:
@@ -26,6 +29,7 @@ class GangplankServer(BaseApplication):  # type: ignore[misc]
         s = self.settings
         self.cfg.set("bind", [s.bind])
         self.cfg.set("threads", s.threads)
+        self.cfg.set("worker_class", WORKERS[s.worker_class])
         self.cfg.set("loglevel", s.log_level)
         self.cfg.set("proc_name", "gangplank")
         if s.tls_cert:

@@ -19,6 +19,9 @@ class SettingsError(ValueError):
     """A setting that cannot work; the message says which and why."""
 
 
+WORKER_CLASSES = ("gthread", "gevent")
+
+
 @dataclass(frozen=True)
 class Settings:
     bind: str = "127.0.0.1:18888"
@@ -33,6 +36,7 @@ class Settings:
     log_format: str = "text"
     policy: str | None = None
     threads: int = 8
+    worker_class: str = "gevent"
     max_body_bytes: int = 64 * 1024 * 1024
     body_seconds: float = 10.0
     watch_timeout: int = 300
@@ -73,6 +77,10 @@ class Settings:
         if self.cluster_file and (self.in_cluster or self.kubeconfig):
             raise SettingsError(
                 "--cluster-file serves a fixed view; it excludes --kubeconfig and --in-cluster"
+            )
+        if self.worker_class not in WORKER_CLASSES:
+            raise SettingsError(
+                f"worker class {self.worker_class!r} is not one of {', '.join(WORKER_CLASSES)}"
             )
         if self.threads < 1 or self.max_body_bytes < 1024:
             raise SettingsError("--threads must be >= 1 and --max-body-bytes >= 1024")
@@ -126,7 +134,9 @@ FLAGS: dict[str, str] = {
     "policy": "policy YAML file (queues and quotas); reloaded when it changes",
     "scheduler_names": "comma-separated schedulerNames of the profiles that call gangplank: their "
     "pending pods are the work waiting in queues",
-    "threads": "request threads of the single worker",
+    "threads": "request threads of the single worker (gthread)",
+    "worker_class": "gunicorn worker: gevent (one event loop; about a third of gthread's CPU "
+    "per call), or gthread (--threads request threads)",
     "max_body_bytes": "largest request body accepted",
     "body_seconds": "seconds a client has to send a whole request body before it is "
     "answered 408 (a stalled or dribbling client must not hold one of the worker's threads)",

@@ -37,7 +37,7 @@ import orjson
 import yaml
 
 from extender.server import serve_command
-from extender.settings import Settings
+from extender.settings import WORKER_CLASSES, Settings
 from loadtest.bench import FIXTURE_POD, rss_mib
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
 from loadtest.live import free_port, post
@@ -206,6 +206,7 @@ def run_size(
     workdir: Path,
     rate: float = 0.0,
     steady_seconds: float = 0.0,
+    worker_class: str = Settings.worker_class,
 ) -> list[str]:
     nodes, pods = build(size, size * 10, traces)
     pods = spread(pods)
@@ -216,7 +217,14 @@ def run_size(
     policy.write_text(yaml.safe_dump(policy_document()))
     port = free_port()
     gangplank = serve_command(
-        port, "--cluster-file", str(cluster), "--policy", str(policy), log_level="error"
+        port,
+        "--cluster-file",
+        str(cluster),
+        "--policy",
+        str(policy),
+        "--worker-class",
+        worker_class,
+        log_level="error",
     )
     bare_port = free_port()
     bare = [
@@ -227,6 +235,8 @@ def run_size(
         "1",
         "--threads",
         str(Settings().threads),  # gangplank's own default: the same gunicorn settings
+        "--worker-class",
+        worker_class,
         "--bind",
         f"127.0.0.1:{bare_port}",
         "--log-level",
@@ -310,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
         "--rate", type=float, default=250.0, help="pairs a second of the paced run (0: none)"
     )
     parser.add_argument(
+        "--worker-class",
+        default=Settings.worker_class,
+        choices=WORKER_CLASSES,
+        help="gunicorn worker of both servers (gangplank's --worker-class)",
+    )
+    parser.add_argument(
         "--steady-seconds",
         type=float,
         default=60.0,
@@ -332,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                 Path(tmp),
                 args.rate,
                 steady_seconds,
+                args.worker_class,
             )
             print("\n".join(rows), flush=True)
     if args.write is not None:
@@ -362,11 +379,14 @@ def write(path: Path, rows: list[str], args: argparse.Namespace, traces: bool) -
         [
             begin,
             f"Measured {time.strftime('%Y-%m-%d')} on {machine()}, client and server on the same "
-            f"machine, {args.connections} connections, {args.seconds:.0f} s per row, "
+            f"machine, {args.connections} connections, {args.seconds:g} s per row, both servers "
+            f"under gunicorn's {args.worker_class} worker, "
             f"{'the trace cluster' if traces else 'a synthetic cluster'} with 10 pods a node over "
             "24 queues:",
             "",
-            "    python -m loadtest.http_suite --write docs/benchmarks.md   # (make bench runs it)",
+            f"    python -m loadtest.http_suite --sizes {args.sizes} --seconds {args.seconds:g} "
+            f"--rate {args.rate:g} --steady-seconds {args.steady_seconds:g} --worker-class "
+            f"{args.worker_class} --write docs/benchmarks.md",
             "",
             *rows,
             end,

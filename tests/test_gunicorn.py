@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from extender.settings import WORKER_CLASSES
 from tests.builders import fixture, node, pod
 from tests.certs import make_certs
 from tests.fakeapi import FakeApiServer
@@ -56,11 +57,12 @@ def cluster(fake_api: FakeApiServer) -> FakeApiServer:
     return fake_api
 
 
+@pytest.mark.parametrize("worker_class", WORKER_CLASSES)
 def test_every_fixture_is_answered_over_one_keep_alive_connection(
-    cluster: FakeApiServer, tmp_path: Path
+    cluster: FakeApiServer, tmp_path: Path, worker_class: str
 ) -> None:
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
-    with Served("--kubeconfig", str(kubeconfig)) as served:
+    with Served("--kubeconfig", str(kubeconfig), "--worker-class", worker_class) as served:
         deadline = time.monotonic() + 10
         while get(f"{served.base}/readyz")[0] != 200 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -127,14 +129,16 @@ def test_verbs_sent_chunked_or_too_large_are_answered_and_the_server_keeps_servi
         assert get(f"{served.base}/scheduler/filter")[0] == 405
 
 
+@pytest.mark.parametrize("worker_class", WORKER_CLASSES)
 def test_a_client_that_stalls_mid_body_is_answered_408_and_holds_no_thread(
-    cluster: FakeApiServer, tmp_path: Path
+    cluster: FakeApiServer, tmp_path: Path, worker_class: str
 ) -> None:
     """Every one of the worker's threads taken by a client that stopped sending its body, or
     sends it a byte at a time, and yet a well-behaved call is answered: the slow ones get 408
-    once --body-seconds have passed."""
+    once --body-seconds have passed (under gevent, the stalled ones wait without blocking)."""
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
-    flags = ("--kubeconfig", str(kubeconfig), "--body-seconds", "1", "--threads", "2")
+    flags = ["--kubeconfig", str(kubeconfig), "--body-seconds", "1", "--threads", "2"]
+    flags += ["--worker-class", worker_class]
     head = (
         b"POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
         b"\r\nContent-Length: 1000\r\n\r\n"
@@ -168,6 +172,25 @@ def test_a_client_that_stalls_mid_body_is_answered_408_and_holds_no_thread(
         assert took < 5, f"the dribbler was answered after {took:.1f} s"
         for sock in (stalled, dribbler):
             sock.close()
+
+
+@pytest.mark.parametrize("worker_class", WORKER_CLASSES)
+def test_a_sigterm_does_not_wait_for_kube_scheduler_s_idle_kept_alive_connections(
+    cluster: FakeApiServer, tmp_path: Path, worker_class: str
+) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
+    served = Served("--kubeconfig", str(kubeconfig), "--worker-class", worker_class)
+    with served:
+        idle = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        idle.request("POST", "/scheduler/filter", body=json.dumps(REPLAY_BODY()))
+        assert idle.getresponse().read()  # answered; the connection stays open, idle
+        assert served.process is not None
+        asked = time.monotonic()
+        served.process.terminate()
+        served.process.wait(timeout=15)
+        took = time.monotonic() - asked
+        assert took < 5, f"gangplank took {took:.1f} s to stop (the graceful timeout is 20 s)"
+        idle.close()
 
 
 def REPLAY_BODY() -> dict[str, Any]:

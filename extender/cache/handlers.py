@@ -7,6 +7,7 @@ logged with its name and skipped; it never stops the watch.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -23,6 +24,8 @@ from extender.convert import (
     priority_class_from_api,
 )
 from extender.core.model import PodInfo
+
+YIELD_EVERY = 1024  # listed objects converted between two chances for the verbs to run
 
 # PodGroup kinds gangplank understands: handler kind -> (source, group, version, plural)
 POD_GROUP_KINDS = {
@@ -57,8 +60,14 @@ class KindHandler(Generic[T]):
             return None
 
     def replace(self, items: Sequence[Mapping[str, Any]]) -> None:
-        converted = (self._convert(obj) for obj in items)
-        self.replace_all([c for c in converted if c is not None])
+        converted = []
+        for count, obj in enumerate(items, 1):
+            item = self._convert(obj)
+            if item is not None:
+                converted.append(item)
+            if not count % YIELD_EVERY:
+                time.sleep(0)  # let the verbs run meanwhile (the gevent worker: see reflector)
+        self.replace_all(converted)
 
     def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
         converted = self._convert(obj)

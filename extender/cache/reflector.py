@@ -29,6 +29,8 @@ from kubernetes.client.exceptions import ApiException
 
 log = logging.getLogger("gangplank.watch")
 
+YIELD_EVERY = 256  # watch events applied between two chances for the verbs to run
+
 
 class Gone(Exception):
     """The API server no longer has history at our resourceVersion (HTTP 410)."""
@@ -287,10 +289,17 @@ class Reflector:
         self.down_since = None  # the API server answered: the watch is back
         self._watch_up_since = self._clock()
         try:
-            for line in event_lines(response.stream(amt=None, decode_content=False)):
+            for count, line in enumerate(
+                event_lines(response.stream(amt=None, decode_content=False)), 1
+            ):
                 if self._stop.is_set():
                     return
                 self._handle_line(line)
+                if not count % YIELD_EVERY:
+                    # Under the gevent worker a busy stream never blocks on the socket, so it
+                    # would never let the verbs run: give way now and then (with threads, a
+                    # moment of the interpreter lock)
+                    time.sleep(0)
         finally:
             self._response = None
             # A stream left mid-way must not go back to the pool with unread bytes in it.

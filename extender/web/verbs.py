@@ -181,11 +181,13 @@ class VerbDispatch:
             self.deadlines.watch(sock)
             try:
                 read = self._read(environ)
-            except TimeoutError:  # silent for `body_seconds`
-                return self._late()
-            finally:
+            except OSError as err:
                 cut = self.deadlines.done(sock)
-            if cut:  # by the watchdog: what came is not all of it
+                # silent for `body_seconds`, or cut by the watchdog while the read waited
+                if isinstance(err, TimeoutError) or cut:
+                    return self._late()
+                raise
+            if self.deadlines.done(sock):  # by the watchdog: what came is not all of it
                 return self._late()
         if isinstance(read, tuple):
             return read
