@@ -38,8 +38,16 @@ def test_its_figures_replace_only_their_own_section(tmp_path: Path) -> None:
         "# Benchmarks\n\nintro\n<!-- http-suite:begin -->\nold\n"
         "<!-- http-suite:end -->\n\n## Simulation\nkept\n"
     )
-    args = argparse.Namespace(connections=4, seconds=15.0)
+    args = argparse.Namespace(
+        connections=4,
+        seconds=15.0,
+        sizes="500",
+        rate=250.0,
+        steady_seconds=60.0,
+        worker_class="gevent",
+    )
     write(page, ["| a | b |"], args, traces=False)
     text = page.read_text()
     assert "old" not in text and "| a | b |" in text
+    assert "--sizes 500 --seconds 15 --rate 250 --steady-seconds 60 --worker-class gevent" in text
     assert text.startswith("# Benchmarks\n\nintro\n") and text.endswith("## Simulation\nkept\n")

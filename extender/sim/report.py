@@ -127,7 +127,7 @@ def _fmt(value: Any) -> str:
 SUMMARY_ROWS = (
     ("jobs", "jobs arrived"),
     ("started", "jobs started"),
-    ("never_started", "jobs never started"),
+    ("never_started", "jobs not started by the end"),
     ("wait_p50_h", "wait p50 (h)"),
     ("wait_p95_h", "wait p95 (h)"),
     ("gang_start_p50_h", "gang time-to-start p50 (h)"),
@@ -165,7 +165,7 @@ def summary(runs: Sequence[Mapping[str, Any]]) -> str:
     rows.append(["wall time (s)", *(_fmt(r["wall_seconds"]) for r in runs)])
     out.append(table(rows))
     why = [
-        f"{run['label']}: {count} never started: {reason[:200]}"
+        f"{run['label']}: {count} not started by the end: {reason[:200]}"
         for run in runs
         for reason, count in run.get("never_started_reasons", [])
     ]
@@ -276,10 +276,10 @@ def plots(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
         labels,
         [r["never_started"] for r in runs],
         bottom=[r["preemptions"] for r in runs],
-        label="jobs never started",
+        label="jobs not started by the end",
     )
     ax.legend(fontsize=7)
-    out.append(("Jobs preempted and jobs that never started", _png(fig)))
+    out.append(("Jobs preempted and jobs not started by the end", _png(fig)))
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
