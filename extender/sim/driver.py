@@ -45,7 +45,6 @@ BACKOFF = tuple(
 FLUSH_AFTER = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
 FLUSH_EVERY = 30.0
 STALL_SECONDS = 3600.0
-PROGRESS_EVERY = 36.0  # simulated seconds between progress reports (0.01 h)
 STAGGER = 0.2  # seconds between the creation stamps of one job's pods
 MIN_CANDIDATES = 100  # kube-scheduler's minCandidateNodesAbsolute
 
@@ -180,6 +179,7 @@ class Options:
     # After the last arrival, stop this long after it at most (None: when the work is done or
     # stalls). A run without gangs can deadlock for good while unrelated jobs trickle on.
     drain_seconds: float | None = None
+    progress_every: float = 0.0  # simulated seconds between two calls of `progress`
 
 
 class Driver:
@@ -271,7 +271,7 @@ class Driver:
                 if moved:
                     self._requeue_parked()
                 self._schedule()
-                if self.progress is not None and self.now >= shown + PROGRESS_EVERY:
+                if self.progress is not None and self.now >= shown + self.options.progress_every:
                     shown = self.now
                     self.progress(self.now)
         finally:

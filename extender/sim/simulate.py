@@ -188,6 +188,7 @@ def run_variant(
             cycle_seconds=args.cycle_ms / 1000,
             # work a free cluster would have finished: the longest job, after the last arrival
             drain_seconds=max((j.duration for j in jobs), default=0.0),
+            progress_every=36.0,  # the bar shows hundredths of an hour
         ),
         progress=update,
     )
