@@ -10,7 +10,7 @@ request are ended when the worker is told to stop, and calls being answered stil
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import gevent
@@ -22,11 +22,16 @@ class Worker(GeventWorker):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         self._waiting: set[Any] = set()  # greenlets waiting for a next request
 
-    @contextmanager
-    def timeout_ctx(self) -> Iterator[None]:
+    def timeout_ctx(self) -> AbstractContextManager[None]:
         """Around each wait for a request on a kept-alive connection (gunicorn's own bound)."""
         if not self.alive:
-            raise StopIteration("stopping")  # gunicorn closes the connection quietly
+            # gunicorn closes the connection quietly. Raised here, not inside the generator
+            # below: there Python would turn it into a RuntimeError, which gunicorn answers.
+            raise StopIteration("stopping")
+        return self._waiting_for_request()
+
+    @contextmanager
+    def _waiting_for_request(self) -> Iterator[None]:
         current = gevent.getcurrent()
         self._waiting.add(current)
         try:

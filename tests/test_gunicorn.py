@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from extender.gevent_worker import Worker
 from extender.settings import WORKER_CLASSES
 from tests.builders import fixture, node, pod
 from tests.certs import make_certs
@@ -191,6 +192,15 @@ def test_a_sigterm_does_not_wait_for_kube_scheduler_s_idle_kept_alive_connection
         took = time.monotonic() - asked
         assert took < 5, f"gangplank took {took:.1f} s to stop (the graceful timeout is 20 s)"
         idle.close()
+
+
+def test_a_connection_done_after_the_stop_began_is_closed_quietly_not_answered_an_error() -> None:
+    # gunicorn's gevent worker ends a kept-alive connection quietly on StopIteration; any other
+    # exception from its wait (a RuntimeError, say) is written back as an error answer
+    stopping = Worker.__new__(Worker)  # no gunicorn arbiter needed for this one wait
+    stopping.alive = False
+    with pytest.raises(StopIteration), stopping.timeout_ctx():
+        pass
 
 
 def REPLAY_BODY() -> dict[str, Any]:
