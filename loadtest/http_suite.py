@@ -30,6 +30,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,9 @@ def cache_counts(port: int) -> dict[str, int]:
     return counts
 
 
+COMPARED = ("NodeNames", "NodeNames, as sent")  # the modes measured against the bare server
+
+
 def bodies(nodes: list[dict[str, Any]]) -> dict[str, bytes]:
     """Request bodies: the fixture pod made a pass-through pod (its GPU request taken off: no
     gang, no queue, nothing to place, so gangplank passes every node with neutral scores), and
@@ -161,41 +165,88 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3
 
 
-def measure(
-    port: int, pid: int, body: bytes, seconds: float, connections: int, rate: float = 0.0
-) -> dict[str, Any]:
-    """A run as fast as the server answers (after a warm-up), or paced at `rate` pairs a second:
-    latency per verb, CPU per pair, and the worker's RSS at the start and every 30 s."""
+@dataclass
+class Run:
+    """What one server did over one or more measuring windows."""
+
+    samples: dict[str, list[float]] = field(
+        default_factory=lambda: {"filter": [], "prioritize": []}
+    )
+    cpu: float = 0.0
+    wall: float = 0.0
+    rss: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        samples = self.samples
+        pairs = min(len(samples["filter"]), len(samples["prioritize"]))
+        return {
+            "pairs_per_s": pairs / max(self.wall, 1e-9),
+            "cpu_ms_per_pair": self.cpu / max(pairs, 1) * 1e3,
+            "rss": self.rss,
+            "verbs": {
+                verb: {
+                    "calls": len(values),
+                    "p50": statistics.median(values) * 1e3,
+                    "p99": quantile(values, 0.99),
+                    "p999": quantile(values, 0.999),
+                }
+                for verb, values in samples.items()
+            },
+        }
+
+
+def measure_into(
+    run: Run,
+    port: int,
+    pid: int,
+    body: bytes,
+    seconds: float,
+    connections: int,
+    rate: float = 0.0,
+) -> Run:
+    """One window, as fast as the server answers (after a short warm-up), or paced at `rate`
+    pairs a second, added to `run`: latency per verb, the worker's CPU, and its RSS at the
+    start and every 30 s."""
     if not rate:
-        drive(port, body, min(2.0, seconds), connections)  # warm up
-    rss = [rss_mib(pid)]
+        drive(port, body, min(1.0, seconds / 4), connections)  # warm up
+    if not run.rss:
+        run.rss.append(rss_mib(pid))
     cpu = cpu_seconds(pid)
     wall = time.perf_counter()
-    samples: dict[str, list[float]] = {"filter": [], "prioritize": []}
     left = seconds
     while left > 0:
         chunk = min(30.0, left)
         for verb, values in drive(port, body, chunk, connections, rate).items():
-            samples[verb] += values
-        rss.append(rss_mib(pid))
+            run.samples[verb] += values
+        run.rss.append(rss_mib(pid))
         left -= chunk
-    wall = time.perf_counter() - wall
-    cpu = cpu_seconds(pid) - cpu
-    pairs = min(len(samples["filter"]), len(samples["prioritize"]))
-    return {
-        "pairs_per_s": pairs / wall,
-        "cpu_ms_per_pair": cpu / max(pairs, 1) * 1e3,
-        "rss": rss,
-        "verbs": {
-            verb: {
-                "calls": len(values),
-                "p50": statistics.median(values) * 1e3,
-                "p99": quantile(values, 0.99),
-                "p999": quantile(values, 0.999),
-            }
-            for verb, values in samples.items()
-        },
-    }
+    run.wall += time.perf_counter() - wall
+    run.cpu += cpu_seconds(pid) - cpu
+    return run
+
+
+def measure(
+    port: int, pid: int, body: bytes, seconds: float, connections: int, rate: float = 0.0
+) -> dict[str, Any]:
+    return measure_into(Run(), port, pid, body, seconds, connections, rate).summary()
+
+
+def side_by_side(
+    servers: dict[str, tuple[int, int]], body: bytes, seconds: float, connections: int
+) -> dict[str, dict[str, Any]]:
+    """Each server driven for `seconds` in all, in ROUNDS windows taken in turn (the order
+    flipped every round), so that a machine whose speed drifts — these are shared, noisy
+    machines — slows both alike and their ratio holds."""
+    runs = {name: Run() for name in servers}
+    order = list(servers)
+    for round_ in range(ROUNDS):
+        for name in order if round_ % 2 == 0 else reversed(order):
+            port, pid = servers[name]
+            measure_into(runs[name], port, pid, body, seconds / ROUNDS, connections)
+    return {name: run.summary() for name, run in runs.items()}
+
+
+ROUNDS = 4
 
 
 def run_size(
@@ -244,29 +295,27 @@ def run_size(
         "loadtest.bare_app:app",
     ]
     calls = bodies(nodes)
-    rows = []
     results: dict[str, dict[str, Any]] = {}
-    with serving(gangplank, port) as pid:
+    with serving(gangplank, port) as pid, serving(bare, bare_port) as bare_pid:
         cached = cache_counts(port)
         if cached.get("nodes") != len(nodes) or cached.get("pods") != len(pods):
             raise RuntimeError(f"the server's cache holds {cached}, not the cluster file's")
         rss_before = rss_mib(pid)
+        servers = {"gangplank": (port, pid), "bare": (bare_port, bare_pid)}
         for mode, body in calls.items():
-            if mode == "Nodes" and size > 5000:
-                continue  # 15,000 full Node objects a call: what nodeCacheCapable avoids
-            results[f"gangplank {mode}"] = measure(port, pid, body, seconds, connections)
+            if mode in COMPARED:
+                for name, summary in side_by_side(servers, body, seconds, connections).items():
+                    results[f"{name} {mode}"] = summary
+            elif mode != "Nodes" or size <= 5000:  # 15,000 full Node objects a call: what
+                # nodeCacheCapable avoids
+                results[f"gangplank {mode}"] = measure(port, pid, body, seconds, connections)
         if rate and steady_seconds:
             results[f"gangplank NodeNames, as sent, {rate:,.0f} pairs/s paced"] = measure(
                 port, pid, calls["NodeNames, as sent"], steady_seconds, connections, rate
             )
         rss_after = rss_mib(pid)
-    with serving(bare, bare_port) as pid:
-        results["bare NodeNames"] = measure(
-            bare_port, pid, calls["NodeNames"], seconds, connections
-        )
-        results["bare NodeNames, as sent"] = measure(
-            bare_port, pid, calls["NodeNames, as sent"], seconds, connections
-        )
+    results = dict(sorted(results.items(), key=lambda item: item[0].startswith("bare")))
+    rows = []
     for label, r in results.items():
         for verb, v in r["verbs"].items():
             rows.append(
@@ -274,7 +323,7 @@ def run_size(
                 f"{v['p99']:.2f} | {v['p999']:.2f} | {r['pairs_per_s']:,.0f} | "
                 f"{r['cpu_ms_per_pair']:.2f} |"
             )
-    for mode in ("NodeNames", "NodeNames, as sent"):
+    for mode in COMPARED:
         ratio = (
             results[f"gangplank {mode}"]["cpu_ms_per_pair"]
             / results[f"bare {mode}"]["cpu_ms_per_pair"]

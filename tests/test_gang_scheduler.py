@@ -97,6 +97,8 @@ def test_reserved_capacity_is_taken_for_other_gangs_and_plain_pods() -> None:
     assert gs.filter(
         cluster.snap(), pod_from_api(pod("tiny", gpu=0, cpu="1")), names(cluster), 0.0
     ).passed == ["n0", "n1"], "what still fits passes"
+    only_n1 = gs.filter(cluster.snap(), pod_from_api(plain), ["n1"], 0.0)
+    assert only_n1.passed == [] and set(only_n1.unresolvable) == {"n1"}, "reasons: sent nodes only"
 
 
 def test_two_gangs_that_together_do_not_fit_never_both_hold_capacity() -> None:

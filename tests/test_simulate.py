@@ -61,6 +61,17 @@ def test_without_gangplank_half_bound_gangs_hold_gpus_and_can_deadlock() -> None
     assert result["incomplete_gang_gpu_hours"] > 0
 
 
+def test_gangplank_s_placement_scores_place_single_pods_so_whole_nodes_stay_free() -> None:
+    # Two 4-GPU pods, then an 8-GPU pod, on two 8-GPU nodes: packed onto one node, the first two
+    # leave the other whole and the third starts at once; spread, it waits for an hour.
+    jobs = [job("a", 0, gpus=4), job("b", 60, gpus=4), job("c", 120, gpus=8)]
+    for seed in range(8):  # kube-scheduler's pick among equal scores is random: try several
+        driver = Driver(synthetic(2, 8), jobs, InProcess(None), Options(seed=seed))
+        driver.run()
+        started = {r.spec.name: r.started for r in driver.records}
+        assert started["c"] == pytest.approx(120, abs=30), seed
+
+
 def test_a_job_larger_than_the_cluster_ends_the_run_and_is_counted_as_never_started() -> None:
     result = run(InProcess(None), [job("big", 0, members=4, gpus=8)])
     assert result["never_started"] == 1

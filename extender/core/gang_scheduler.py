@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import filterfalse
 
 from extender.core.bind import BindDecision, BindRequest
 from extender.core.domains import plan_in_topology
@@ -545,7 +546,9 @@ class GangScheduler:
                 watched,
                 partial(self.free_for, gang_key=None),
             )
-            candidates: Iterable[str] = [n for n in result.passed if n in taken]
+            # The few nodes where something is taken, sent or not: checked first, and the
+            # (thousands of) nodes sent are then only filtered, in C, if any was blocked.
+            candidates: Iterable[str] = taken
         else:
             taken = {}
             candidates = watched.intersection(result.passed)
@@ -565,7 +568,11 @@ class GangScheduler:
                 blocked[name] = f"pod {pod.key}: capacity on node {name} is reserved for {jobs}"
         if not blocked:
             return result
-        result.passed = [n for n in result.passed if n not in blocked]
+        passed = result.passed
+        result.passed = list(filterfalse(blocked.__contains__, passed))
+        if len(passed) - len(result.passed) != len(blocked):  # some blocked nodes were not sent
+            sent = set(passed)
+            blocked = {name: why for name, why in blocked.items() if name in sent}
         result.unresolvable.update(blocked)
         return result
 

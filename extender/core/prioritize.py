@@ -26,22 +26,25 @@ class NodeScores:
     """A score for every node: `by_node` where it differs from `default`.
 
     Most nodes share a score (all of them, for a pod with no placement preference), so the answer
-    for 5,000 nodes is built without touching each node in Python.
+    for 5,000 nodes is built without touching each node in Python. Or, for scores worked out for
+    every node kube-scheduler sent: `listed`, a score for each of `names`, in order.
     """
 
     default: int = NEUTRAL_SCORE
     by_node: Mapping[str, int] = field(default_factory=dict)
-    # Or a score for each of `names`, in order (built without a dict, for 5,000 nodes).
     names: Sequence[str] = ()
     listed: Sequence[int] = ()
 
     def of(self, node: str) -> int:
-        if self.listed:
-            for name, score in zip(self.names, self.listed, strict=True):
-                if name == node:
-                    return score
-            return self.default
+        for name, score in zip(self.names, self.listed, strict=True):
+            if name == node:
+                return score
         return self.by_node.get(node, self.default)
+
+    def table(self, names: Sequence[str]) -> dict[str, int]:
+        """The score of each of `names`."""
+        known = dict(zip(self.names, self.listed, strict=True)) if self.listed else self.by_node
+        return {name: known.get(name, self.default) for name in names}
 
 
 def decide_scores(snapshot: Snapshot, pod: PodInfo, node_names: Sequence[str]) -> NodeScores:

@@ -167,19 +167,26 @@ class PlacementScorer:
             if len(self._by_id) > 4096:
                 self._by_id.clear()
             table = self._by_id[(shape, order)] = {}
-        # One lookup per node: nodes in the same state share a cost, remembered across calls.
-        costs = list(map(table.get, map(ids.get, names, repeat(-1)), repeat(_MISSING)))
+        # One lookup per node for its state; costs and ranks are worked out per distinct state
+        # (nodes in the same state share them), and costs are remembered across calls.
+        sids = list(map(ids.get, names, repeat(-1)))
+        distinct = list(set(sids))
+        costs = list(map(table.get, distinct, repeat(_MISSING)))
         if _MISSING in costs:
             states = snapshot.states
             for i, cost in enumerate(costs):
                 if cost == _MISSING:
-                    sid = ids.get(names[i], -1)
+                    sid = distinct[i]
                     state = states.get(sid)
                     value = self.cost(state, shape, order) if state is not None else None
                     costs[i] = _NO_FIT if value is None else value
                     if state is not None:
                         table[sid] = costs[i]
-        return self._ranked(snapshot, pod, names, costs)
+        if pod.annotations.get(PREFER_NODES):  # a bonus per node, by its labels
+            cost_of = dict(zip(distinct, costs, strict=True))
+            return self._ranked(snapshot, pod, names, list(map(cost_of.__getitem__, sids)))
+        score_of = dict(zip(distinct, map(_rank(costs).get, costs, repeat(0)), strict=True))
+        return NodeScores(0, names=names, listed=list(map(score_of.__getitem__, sids)))
 
     def _scores_by_state(
         self,
@@ -210,13 +217,7 @@ class PlacementScorer:
                 cost = costs[i]
                 if cost != _NO_FIT and node and not selector_misses(terms, node.labels):
                     costs[i] = cost - bonus
-        # Ranks: the cheapest cost 10, the next 9, ...; nodes where it does not fit (gangplank
-        # counts reservations kube-scheduler does not see) or that the cache does not know: 0.
-        distinct = set(costs)
-        distinct.discard(_NO_FIT)
-        levels = sorted(distinct)[:MAX_SCORE]
-        score = {c: MAX_SCORE - i for i, c in enumerate(levels)}
-        return NodeScores(0, names=names, listed=list(map(score.get, costs, repeat(0))))
+        return NodeScores(0, names=names, listed=list(map(_rank(costs).get, costs, repeat(0))))
 
     def _table(self, shape: Shape, order: tuple[str, ...]) -> dict[GpuState, float | None]:
         table = self._costs.get((shape, order))
@@ -225,6 +226,15 @@ class PlacementScorer:
                 self._costs.clear()
             table = self._costs[(shape, order)] = {}
         return table
+
+
+def _rank(costs: Sequence[float]) -> dict[float, int]:
+    """Score by cost: the cheapest 10, the next 9, ...; costs missing here score 0, as do nodes
+    where the pod does not fit (gangplank counts reservations kube-scheduler does not see) or
+    that the cache does not know."""
+    distinct = set(costs)
+    distinct.discard(_NO_FIT)
+    return {c: MAX_SCORE - i for i, c in enumerate(sorted(distinct)[:MAX_SCORE])}
 
 
 _MISSING = -1e300  # not worked out yet (floats compare fast, in C)

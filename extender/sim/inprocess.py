@@ -63,7 +63,7 @@ class InProcess:
 
     def prioritize(self, pod: SimPod, names: list[str], now: float) -> dict[str, int]:
         scores = self.coordinator.scores(self.store.snapshot(), pod.info, names)
-        return {n: scores.by_node.get(n, scores.default) for n in names}
+        return scores.table(names)
 
     def preempt(
         self, pod: SimPod, candidates: dict[str, list[SimPod]], now: float

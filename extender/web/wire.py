@@ -8,8 +8,9 @@ kube-scheduler itself does. Everything malformed raises BadRequest with what is 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 import orjson
@@ -19,7 +20,7 @@ from extender.core.bind import BindRequest
 from extender.core.filter import FilterResult
 from extender.core.model import PodInfo
 from extender.core.preempt import Victims
-from extender.core.prioritize import NodeScores
+from extender.core.prioritize import MAX_SCORE, NodeScores
 
 # Characters that never occur in a Kubernetes name and would need escaping in JSON.
 _ESCAPED_ASCII = bytes(range(32)) + b'"\\'
@@ -152,34 +153,40 @@ def filter_answer(nodes: NodeArgs, result: FilterResult) -> dict[str, Any]:
 
 
 def prioritize_answer(names: list[str], scores: NodeScores) -> bytes:
-    """The HostPriorityList as JSON, built per score rather than per node.
+    """The HostPriorityList as JSON, for the nodes scored above 0: kube-scheduler adds an
+    extender's score to each node it lists and nothing to the others, so a node left out is a
+    node scored 0 — and kube-scheduler decodes, and gangplank encodes, a few entries instead of
+    thousands (one per node, with percentageOfNodesToScore: 100).
 
-    Names were checked by `parse_nodes` to need no escaping, so joining them is exact JSON.
+    Built by joining strings, in C, rather than per node in Python. Names were checked by
+    `parse_nodes` to need no escaping, so joining them is exact JSON.
     """
-    groups: dict[int, list[str]] = {}
-    if scores.listed and len(scores.names) == len(names):
-        for name, score in zip(scores.names, scores.listed, strict=True):
-            group = groups.get(score)
-            if group is None:
-                groups[score] = [name]
-            else:
-                group.append(name)
-    elif scores.by_node or scores.listed:
-        for name in names:
-            score = scores.of(name) if scores.listed else scores.by_node.get(name, scores.default)
-            group = groups.get(score)
-            if group is None:
-                groups[score] = [name]
-            else:
-                group.append(name)
-    elif names:
-        groups[scores.default] = names
-    parts = []
-    for score, group in groups.items():
-        score = int(score)
-        tail = f'","Score":{score}}}'
-        parts.append('{"Host":"' + (tail + ',{"Host":"').join(group) + tail)
-    return ("[" + ",".join(parts) + "]").encode()
+    if scores.listed and len(scores.names) == len(names) and not scores.default:
+        listed = scores.listed
+        separators = map(_SEPARATORS.__getitem__, filter(None, listed))
+        return _host_list(list(compress(scores.names, listed)), separators)
+    if not scores.default:  # the few nodes of `by_node` that were sent
+        sent: Container[str] = names if len(scores.by_node) <= 16 else set(names)
+        hosts = [name for name, score in scores.by_node.items() if score and name in sent]
+        return _host_list(hosts, (_SEPARATORS[scores.by_node[name]] for name in hosts))
+    table = scores.table(names)  # every node scored by default: per node
+    hosts = [name for name in names if table[name]]
+    return _host_list(hosts, (_SEPARATORS[table[name]] for name in hosts))
+
+
+def _host_list(hosts: list[str], separators: Iterable[str]) -> bytes:
+    """`[{"Host":"<host>","Score":<score>},...]`: hosts and the separators after them (each
+    '","Score":<score>},{"Host":"') interleaved by slice assignment."""
+    if not hosts:
+        return b"[]"
+    parts = [*hosts, *hosts]
+    parts[1::2] = separators
+    parts[::2] = hosts
+    return ('[{"Host":"' + "".join(parts)[: -len(_NEXT_HOST)] + "]").encode()
+
+
+_NEXT_HOST = ',{"Host":"'
+_SEPARATORS = [f'","Score":{score}}}{_NEXT_HOST}' for score in range(MAX_SCORE + 1)]
 
 
 def _victims_entry(node: str, raw: Any, meta: bool) -> Victims:
