@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from extender.settings import Settings
 from extender.sim.cluster import load_cluster, node_gpus
 from extender.sim.driver import Driver, Options, WallClock
 from extender.sim.http import HttpExtender
@@ -308,7 +309,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         BEGIN,
         f"Measured {time.strftime('%Y-%m-%d')} on this machine (2 cores), `make soak`: "
-        f"{result['minutes']:g} minutes, {result['nodes']} nodes ({result['gpus']} GPUs), "
+        f"{result['minutes']:g} minutes, gunicorn's {Settings.worker_class} worker, "
+        f"{result['nodes']} nodes ({result['gpus']} GPUs), "
         f"{result['jobs']:,} jobs of three teams ({result['jobs_started']:,} started), "
         f"pass-through pairs at {result['rate']:g}/s beside them.",
         "",

@@ -20,12 +20,12 @@ from typing import Any
 
 import orjson
 
-from extender.convert import pod_from_api, pod_phase, pod_restarts, pod_started, spec_key
+from extender.convert import pod_from_api, pod_phase, pod_restarts, pod_started
 from extender.core.model import PodInfo
 
-# ((spec, metadata) fingerprints, (nodeName, deleting, phase, startTime, restarts) as written,
-# the conversion)
-_Seen = tuple[tuple[int, int], tuple[str | None, bool, Any, Any, int], PodInfo]
+# (fingerprint of the spec and metadata, (nodeName, deleting, phase, startTime, restarts) as
+# written, the conversion)
+_Seen = tuple[int, tuple[str | None, bool, Any, Any, int], PodInfo]
 
 
 class PodMemo:
@@ -61,7 +61,7 @@ class PodMemo:
                 old, node, pod_phase(status), pod_started(status), raw_status[4], deleting
             )
         else:
-            pod = pod_from_api(raw, spec_fingerprint=fingerprint[0])
+            pod = pod_from_api(raw)
         self._seen[uid] = (fingerprint, raw_status, pod)
         return pod
 
@@ -104,10 +104,10 @@ def with_status(
 
 def _fingerprint(
     raw: Any,
-) -> tuple[str, tuple[int, int], str | None, bool, Mapping[str, Any]] | None:
-    """(uid, fingerprints of the spec but its nodeName (`convert.spec_key`) and of the metadata
-    gangplank reads, nodeName, whether it is being deleted, status), or None when the object is
-    not well-formed enough to fingerprint (the full conversion then says what is wrong)."""
+) -> tuple[str, int, str | None, bool, Mapping[str, Any]] | None:
+    """(uid, a fingerprint of the spec but its nodeName and of the metadata gangplank reads,
+    nodeName, whether it is being deleted, status), or None when the object is not well-formed
+    enough to fingerprint (the full conversion then says what is wrong)."""
     if not isinstance(raw, dict):
         return None
     metadata, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status")
@@ -119,12 +119,14 @@ def _fingerprint(
     node = spec.get("nodeName")
     if not isinstance(uid, str) or not uid or not (node is None or isinstance(node, str)):
         return None
-    spec_print = spec_key(spec)
-    if spec_print is None:
-        return None
+    # One serialisation for both: the spec without its nodeName (taken out and put back, rather
+    # than copied: the event's object is ours) and the metadata gangplank reads.
+    had_node = "nodeName" in spec
+    bound = spec.pop("nodeName", None)
     try:
         text = orjson.dumps(
             (
+                spec,
                 metadata.get("name"),
                 metadata.get("namespace"),
                 metadata.get("creationTimestamp"),
@@ -135,5 +137,8 @@ def _fingerprint(
         )
     except (orjson.JSONEncodeError, TypeError):
         return None
+    finally:
+        if had_node:
+            spec["nodeName"] = bound
     deleting = metadata.get("deletionTimestamp") is not None
-    return uid, (spec_print, hash(text)), node or None, deleting, status
+    return uid, hash(text), node or None, deleting, status
