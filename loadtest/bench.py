@@ -10,6 +10,7 @@ Machines here are noisy: compare figures of one run, not across runs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import http.client
 import io
@@ -353,6 +354,23 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(
             f"| server time, prioritize of a {gpus}-GPU pod (fragmentation scores), "
             f"{len(names):,} nodes sent | {percentiles(timed(args.calls, scored))} |"
+        )
+        # The scores of every node are reused while no node changes state: here one does
+        # before each call (a pod bound to it, then gone), so each call works them out afresh.
+        churn = pod_from_api({**pods[0], "metadata": {**pods[0]["metadata"], "uid": "bench-churn"}})
+        churn = dataclasses.replace(churn, node_name=names[0], phase="Running")
+        changed = []
+        for i in range(args.calls):
+            if i % 2:
+                store.delete_pod(churn)
+            else:
+                store.upsert_pod(churn)
+            started = time.perf_counter()
+            scored()
+            changed.append(time.perf_counter() - started)
+        rows.append(
+            f"| server time, prioritize of a {gpus}-GPU pod, {len(names):,} nodes sent, a node "
+            f"changed before each call | {percentiles(changed)} |"
         )
     queued = filter_body(names, {"gangplank.io/queue": "team-a"})
     samples = timed(args.calls, wsgi_caller(app, "/scheduler/filter", queued))

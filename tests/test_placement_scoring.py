@@ -3,6 +3,7 @@ tiers and constraints, GPU model and node-feature requirements, the policy's sec
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -84,6 +85,42 @@ def test_a_cpu_pod_scores_a_cpu_node_above_a_gpu_node_with_free_gpus() -> None:
     scorer = PlacementScorer()
     scores = scorer.scores(cluster.snap(), pod_from_api(pod("web", cpu="8")), ["gpu", "cpu"])
     assert scores.of("cpu") > scores.of("gpu")
+
+
+def every_node_cluster() -> Cluster:
+    """Eight 8-GPU nodes, a few partly taken, and two CPU nodes."""
+    nodes = [node(f"g{i}", gpu=8, cpu="64") for i in range(8)]
+    nodes += [node("c0", gpu=0, cpu="64"), node("c1", gpu=0, cpu="32")]
+    taken = [pod(f"busy-{i}", node=f"g{i}", gpu=i + 1, phase="Running") for i in range(4)]
+    return Cluster(nodes=nodes, pods=taken)
+
+
+@pytest.mark.parametrize("gpus", [0, 1, 4])
+def test_with_every_node_sent_the_scores_are_those_of_the_nodes_one_by_one(gpus: int) -> None:
+    cluster = every_node_cluster()
+    snap = cluster.snap()
+    asking = pod_from_api(pod("asking", gpu=gpus, cpu="2"))
+    names = sorted(snap.nodes, reverse=True)  # any order kube-scheduler finds them in
+    every = PlacementScorer().scores(snap, asking, names).table(names)
+    unversioned = dataclasses.replace(snap, states_version=-1)  # worked out name by name
+    assert every == PlacementScorer().scores(unversioned, asking, names).table(names)
+    assert max(every.values()) == 10 and len(set(every.values())) > 1
+
+
+def test_with_every_node_sent_scores_are_worked_out_again_only_when_a_node_changes() -> None:
+    cluster = every_node_cluster()
+    scorer = PlacementScorer()
+    asking = pod_from_api(pod("asking", gpu=4, cpu="2"))
+    names = list(cluster.snap().nodes)
+    first = scorer.scores(cluster.snap(), asking, names)
+    cluster.add("pods", pod("unbound", gpu=8))  # a pending pod changes no node
+    assert scorer.scores(cluster.snap(), asking, names) is first
+    assert scorer.scores(cluster.snap(), asking, names[1:]) is not first, "a subset: its own"
+    best = [n for n, score in first.table(names).items() if score == 10]
+    assert best == ["g3"], "4 GPUs free on g3: the 4-GPU pod fills it"
+    cluster.add("pods", pod("fills-g3", node="g3", gpu=4, phase="Running"))
+    again = scorer.scores(cluster.snap(), asking, names)
+    assert again is not first and again.table(names)["g3"] == 0, "g3 is full now"
 
 
 def test_a_pod_preferring_node_features_scores_matching_nodes_higher() -> None:

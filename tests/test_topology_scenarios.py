@@ -4,6 +4,7 @@ kube-scheduler stand-in."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tests.builders import gang_pods, native_member, native_pod_group, node, pod, priority_class
@@ -166,3 +167,27 @@ def test_scores_are_integers_from_1_to_10_for_nodes_sent_and_the_rest_left_out_a
         )
         assert status == 200 and len(scores) == len(names)
         assert all(isinstance(s["Score"], int) and 0 <= s["Score"] <= 10 for s in scores)
+
+
+def test_with_every_node_sent_the_scores_follow_each_change_of_a_node(api: FakeApiServer) -> None:
+    names = [f"n{i}" for i in range(12)]
+    put_nodes(api, names, {})
+    for i, name in enumerate(names[:8]):
+        api.put("pods", running(f"busy-{i}", name, i))
+    with Extender(api) as extender:
+        body = {"Pod": pod("probe", gpu=1), "Nodes": None, "NodeNames": names[::-1]}
+
+        def scores() -> dict[str, int]:
+            status, answer = extender.post("prioritize", body)
+            assert status == 200
+            return {s["Host"]: s["Score"] for s in answer}
+
+        first = scores()
+        assert scores() == first and first["n7"] == 10, "n7, filled to the brim, every time"
+        api.put("pods", running("fills-n7", "n7", 1))
+        deadline = time.monotonic() + 10
+        while "n7" in scores() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        now = scores()
+        assert "n7" not in now, "n7 is full: the pod does not fit there (0, left out)"
+        assert max(now.values()) == 10 and now != first

@@ -80,6 +80,7 @@ class ClusterStore:
         self._state_ids: dict[GpuState, int] = {}
         self._states: dict[int, GpuState] = {}
         self._state_epoch = 0
+        self._states_version = 0  # bumped when some node's state id changes, or nodes come or go
         self._dirty: set[str] = set()
         self._namespaces: dict[str, dict[str, str]] = {}
         self._priority_classes: dict[str, int] = {}
@@ -137,7 +138,8 @@ class ClusterStore:
             if self._nodes.pop(name, None) is not None:
                 self._node_generation += 1
             self._count_node(self._node_infos.pop(name, None), -1)
-            self._node_states.pop(name, None)
+            if self._node_states.pop(name, None) is not None:
+                self._states_version += 1
             self._index_free(name, None)
             self._dirty.discard(name)
             self._capacity_generation += 1
@@ -148,6 +150,7 @@ class ClusterStore:
             self._nodes = {node.name: node for node in nodes}
             self._node_infos = {}
             self._node_states = {}
+            self._states_version += 1
             self._capacity, self._allocated = {}, {}
             self._dirty_free.update(self._by_free_gpus)
             self._free_gpus, self._by_free_gpus = {}, {}
@@ -283,7 +286,10 @@ class ClusterStore:
                     self._count_node(old, -1)
                     self._count_node(info, 1)
                     self._node_infos[name] = info
-                    self._node_states[name] = self._intern(node_state(info))
+                    sid = self._intern(node_state(info))
+                    if self._node_states.get(name) != sid:
+                        self._node_states[name] = sid
+                        self._states_version += 1
                     self._index_free(name, info.free(GPU))
             if freed:
                 self._freed_generation += 1
@@ -308,6 +314,7 @@ class ClusterStore:
                 node_states=dict(self._node_states),
                 states=self._states,
                 state_epoch=self._state_epoch,
+                states_version=self._states_version,
                 namespaces=self._namespaces,
                 priority_classes=self._priority_classes,
                 generation=self._generation,

@@ -165,6 +165,9 @@ class Snapshot:
     node_states: Mapping[str, int] = field(default_factory=dict)
     states: Mapping[int, GpuState] = field(default_factory=dict)
     state_epoch: int = 0
+    # Bumped by the store whenever some node's state id changes or nodes come or go: equal
+    # versions (of one store and epoch) mean every node is in the same state. -1: not kept.
+    states_version: int = -1
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     generation: int = 0

@@ -90,6 +90,9 @@ class PlacementScorer:
         self._states: dict[str, tuple[NodeInfo, GpuState]] = {}
         self._by_id: dict[tuple[Shape, tuple[str, ...]], dict[int, float]] = {}
         self._epoch: tuple[int, int] = (0, -1)
+        # Scores of every node the cache knows, by pod shape, for one state of all nodes.
+        self._every: dict[tuple[Shape, tuple[str, ...]], NodeScores] = {}
+        self._every_at: tuple[int, int, int] = (0, -1, -1)
 
     @property
     def mix(self) -> Mix:
@@ -105,12 +108,14 @@ class PlacementScorer:
             self.frag = FragmentationCache(mix)
             self._costs.clear()
             self._by_id.clear()
+            self._every.clear()
 
     def set_weights(self, weights: ScoreWeights) -> None:
         if weights != self.weights:
             self.weights = weights
             self._costs.clear()
             self._by_id.clear()
+            self._every.clear()
 
     def cost(self, state: GpuState, shape: Shape, order: tuple[str, ...] = ()) -> float | None:
         """The cost of `shape` on a node in `state`; None when it does not fit."""
@@ -158,17 +163,44 @@ class PlacementScorer:
         ids = snapshot.node_states
         if len(ids) != len(snapshot.nodes):  # a snapshot made without them
             return self._scores_by_state(snapshot, pod, names, shape, order)
-        epoch = (snapshot.origin, snapshot.state_epoch)
-        if epoch != self._epoch:
-            self._epoch = epoch
+        at = (snapshot.origin, snapshot.state_epoch, snapshot.states_version)
+        if at[:2] != self._epoch:
+            self._epoch = at[:2]
             self._by_id.clear()
+        if at != self._every_at:
+            self._every_at = at
+            self._every.clear()
         table = self._by_id.get((shape, order))
         if table is None:
             if len(self._by_id) > 4096:
                 self._by_id.clear()
             table = self._by_id[(shape, order)] = {}
-        # One lookup per node for its state; costs and ranks are worked out per distinct state
-        # (nodes in the same state share them), and costs are remembered across calls.
+        if len(names) != len(ids) or snapshot.states_version < 0 or PREFER_NODES in pod.annotations:
+            return self._scores_by_id(snapshot, pod, names, table, shape, order)
+        # Every node sent (percentageOfNodesToScore: 100): the scores of every node the cache
+        # knows, in its order, worked out once per pod shape until some node's state changes.
+        found = self._every.get((shape, order))
+        if found is None:
+            if len(self._every) > 256:
+                self._every.clear()
+            found = self._every[(shape, order)] = self._scores_by_id(
+                snapshot, pod, list(ids), table, shape, order
+            )
+        return found
+
+    def _scores_by_id(
+        self,
+        snapshot: Snapshot,
+        pod: PodInfo,
+        names: Sequence[str],
+        table: dict[int, float],
+        shape: Shape,
+        order: tuple[str, ...],
+    ) -> NodeScores:
+        """Scores from the store's state ids: one lookup per node for its state; costs and ranks
+        worked out per distinct state (nodes in the same state share them), and costs remembered
+        across calls."""
+        ids = snapshot.node_states
         sids = list(map(ids.get, names, repeat(-1)))
         distinct = list(set(sids))
         costs = list(map(table.get, distinct, repeat(_MISSING)))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from extender.binder import BindError
 from extender.core.model import PodInfo
+from extender.core.prioritize import NodeScores
 from extender.logs import begin_call, end_call, note_pod
 from extender.runtime import Runtime
 from extender.web import wire
@@ -50,6 +51,7 @@ class Verbs:
         self.runtime = runtime
         metrics = runtime.metrics
         self._latency = {verb: metrics.latency.labels(verb) for verb in VERBS}
+        self._last_answer: tuple[NodeScores, int, bytes] | None = None
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
             "filter": self._filter,
             "prioritize": self._prioritize,
@@ -99,7 +101,14 @@ class Verbs:
         nodes = wire.parse_nodes(body)
         with runtime.lock:
             scores = runtime.scheduler.scores(runtime.store.snapshot(), pod, nodes.names)
-        return wire.prioritize_answer(nodes.names, scores)
+        # The scores of every node come back as the same object while no node changes state
+        # (`PlacementScorer.scores`): so does their answer.
+        last = self._last_answer
+        if last is not None and last[0] is scores and last[1] == len(nodes.names):
+            return last[2]
+        answer = wire.prioritize_answer(nodes.names, scores)
+        self._last_answer = (scores, len(nodes.names), answer)
+        return answer
 
     def _preempt(self, body: dict[str, Any]) -> bytes:
         runtime = self.runtime
