@@ -123,6 +123,35 @@ def test_with_every_node_sent_scores_are_worked_out_again_only_when_a_node_chang
     assert again is not first and again.table(names)["g3"] == 0, "g3 is full now"
 
 
+def test_scores_of_every_node_brought_up_to_date_equal_scores_worked_out_afresh() -> None:
+    cluster = every_node_cluster()
+    scorer = PlacementScorer()
+    shapes = [pod_from_api(pod(f"shape-{g}", gpu=g, cpu="2")) for g in (0, 1, 2, 8)]
+
+    def check() -> None:
+        snap = cluster.snap()
+        names = list(snap.nodes)
+        for asking in shapes:
+            kept = scorer.scores(snap, asking, names).table(names)
+            unversioned = dataclasses.replace(snap, states_version=-1)
+            fresh = PlacementScorer().scores(unversioned, asking, names).table(names)
+            assert kept == fresh, asking.name
+
+    check()
+    full = pod("b", node="g6", gpu=8, phase="Running")
+    changes: list[tuple[str, str, dict[str, Any]]] = [
+        ("add", "pods", pod("a", node="g5", gpu=3, phase="Running")),
+        ("add", "pods", full),  # g6 full: a cost level goes
+        ("add", "pods", pod("c", node="c0", cpu="60", phase="Running")),
+        ("delete", "pods", full),
+        ("add", "nodes", node("g8", gpu=8, cpu="64")),  # a node comes: started over
+        ("add", "pods", pod("d", node="g8", gpu=1, phase="Running")),
+    ]
+    for action, kind, obj in changes:
+        (cluster.add if action == "add" else cluster.delete)(kind, obj)
+        check()
+
+
 def test_a_pod_preferring_node_features_scores_matching_nodes_higher() -> None:
     nvme = {"storage.gangplank.io/nvme": "true"}
     cluster = Cluster(nodes=[node("plain"), node("fast", labels=nvme)], pods=[])

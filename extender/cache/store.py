@@ -25,6 +25,7 @@ from extender.core.workload import queue_key
 
 _ORIGINS = itertools.count(1)  # each store's `Snapshot.origin`, never reused in a process
 
+STATE_CHANGES_KEPT = 512  # node state changes a snapshot lists (`Snapshot.state_changes`)
 STATE_IDS_LIMIT = 100_000  # distinct node states remembered before the ids start afresh
 
 # How long a pod gangplank bound counts on its node before the watch confirms it.
@@ -81,6 +82,9 @@ class ClusterStore:
         self._states: dict[int, GpuState] = {}
         self._state_epoch = 0
         self._states_version = 0  # bumped when some node's state id changes, or nodes come or go
+        # (version it became, node) for the last changes of a node's state id: scores of every
+        # node are brought up to date from them (`PlacementScorer`) rather than worked out anew.
+        self._state_changes: deque[tuple[int, str]] = deque(maxlen=STATE_CHANGES_KEPT)
         self._dirty: set[str] = set()
         self._namespaces: dict[str, dict[str, str]] = {}
         self._priority_classes: dict[str, int] = {}
@@ -290,6 +294,7 @@ class ClusterStore:
                     if self._node_states.get(name) != sid:
                         self._node_states[name] = sid
                         self._states_version += 1
+                        self._state_changes.append((self._states_version, name))
                     self._index_free(name, info.free(GPU))
             if freed:
                 self._freed_generation += 1
@@ -315,6 +320,7 @@ class ClusterStore:
                 states=self._states,
                 state_epoch=self._state_epoch,
                 states_version=self._states_version,
+                state_changes=tuple(self._state_changes),
                 namespaces=self._namespaces,
                 priority_classes=self._priority_classes,
                 generation=self._generation,

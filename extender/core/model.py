@@ -168,6 +168,9 @@ class Snapshot:
     # Bumped by the store whenever some node's state id changes or nodes come or go: equal
     # versions (of one store and epoch) mean every node is in the same state. -1: not kept.
     states_version: int = -1
+    # The last changes of a node's state id, oldest first: (the version it made, node). Nodes
+    # that came or went are not in it (their versions are): a reader that sees a gap starts over.
+    state_changes: tuple[tuple[int, str], ...] = ()
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     generation: int = 0

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
+from extender.core.every_node import NO_FIT, EveryNode, rank
 from extender.core.fragmentation import (
     DEFAULT_MIX,
     WHOLE,
@@ -91,8 +92,7 @@ class PlacementScorer:
         self._by_id: dict[tuple[Shape, tuple[str, ...]], dict[int, float]] = {}
         self._epoch: tuple[int, int] = (0, -1)
         # Scores of every node the cache knows, by pod shape, for one state of all nodes.
-        self._every: dict[tuple[Shape, tuple[str, ...]], NodeScores] = {}
-        self._every_at: tuple[int, int, int] = (0, -1, -1)
+        self._every: dict[tuple[Shape, tuple[str, ...]], EveryNode] = {}
 
     @property
     def mix(self) -> Mix:
@@ -163,62 +163,61 @@ class PlacementScorer:
         ids = snapshot.node_states
         if len(ids) != len(snapshot.nodes):  # a snapshot made without them
             return self._scores_by_state(snapshot, pod, names, shape, order)
-        at = (snapshot.origin, snapshot.state_epoch, snapshot.states_version)
-        if at[:2] != self._epoch:
-            self._epoch = at[:2]
+        epoch = (snapshot.origin, snapshot.state_epoch)
+        if epoch != self._epoch:
+            self._epoch = epoch
             self._by_id.clear()
-        if at != self._every_at:
-            self._every_at = at
             self._every.clear()
         table = self._by_id.get((shape, order))
         if table is None:
             if len(self._by_id) > 4096:
                 self._by_id.clear()
             table = self._by_id[(shape, order)] = {}
-        if len(names) != len(ids) or snapshot.states_version < 0 or PREFER_NODES in pod.annotations:
-            return self._scores_by_id(snapshot, pod, names, table, shape, order)
-        # Every node sent (percentageOfNodesToScore: 100): the scores of every node the cache
-        # knows, in its order, worked out once per pod shape until some node's state changes.
-        found = self._every.get((shape, order))
-        if found is None:
-            if len(self._every) > 256:
-                self._every.clear()
-            found = self._every[(shape, order)] = self._scores_by_id(
-                snapshot, pod, list(ids), table, shape, order
-            )
-        return found
 
-    def _scores_by_id(
+        def costs_of(sids: Sequence[int]) -> list[float]:
+            return self._state_costs(snapshot, table, sids, shape, order)
+
+        if len(names) != len(ids) or snapshot.states_version < 0 or PREFER_NODES in pod.annotations:
+            sids = list(map(ids.get, names, repeat(-1)))
+            distinct = list(set(sids))
+            costs = costs_of(distinct)
+            if pod.annotations.get(PREFER_NODES):  # a bonus per node, by its labels
+                cost_of = dict(zip(distinct, costs, strict=True))
+                return self._ranked(snapshot, pod, names, list(map(cost_of.__getitem__, sids)))
+            score_of = dict(zip(distinct, map(rank(costs).get, costs, repeat(0)), strict=True))
+            return NodeScores(0, names=names, listed=list(map(score_of.__getitem__, sids)))
+        # Every node sent (percentageOfNodesToScore: 100): the scores of every node the cache
+        # knows, in its order, kept up to date per pod shape (`every_node.py`).
+        every = self._every.get((shape, order))
+        if every is None or (
+            every.version != snapshot.states_version and not every.catch_up(snapshot, costs_of)
+        ):
+            if len(self._every) > 64:
+                self._every.clear()
+            every = self._every[(shape, order)] = EveryNode(snapshot, costs_of)
+        return every.scores
+
+    def _state_costs(
         self,
         snapshot: Snapshot,
-        pod: PodInfo,
-        names: Sequence[str],
         table: dict[int, float],
+        sids: Sequence[int],
         shape: Shape,
         order: tuple[str, ...],
-    ) -> NodeScores:
-        """Scores from the store's state ids: one lookup per node for its state; costs and ranks
-        worked out per distinct state (nodes in the same state share them), and costs remembered
-        across calls."""
-        ids = snapshot.node_states
-        sids = list(map(ids.get, names, repeat(-1)))
-        distinct = list(set(sids))
-        costs = list(map(table.get, distinct, repeat(_MISSING)))
+    ) -> list[float]:
+        """The cost of each state id (NO_FIT where it does not fit, or -1: unknown), worked out
+        once per state and remembered in `table`."""
+        costs = list(map(table.get, sids, repeat(_MISSING)))
         if _MISSING in costs:
             states = snapshot.states
             for i, cost in enumerate(costs):
                 if cost == _MISSING:
-                    sid = distinct[i]
-                    state = states.get(sid)
+                    state = states.get(sids[i])
                     value = self.cost(state, shape, order) if state is not None else None
-                    costs[i] = _NO_FIT if value is None else value
+                    costs[i] = NO_FIT if value is None else value
                     if state is not None:
-                        table[sid] = costs[i]
-        if pod.annotations.get(PREFER_NODES):  # a bonus per node, by its labels
-            cost_of = dict(zip(distinct, costs, strict=True))
-            return self._ranked(snapshot, pod, names, list(map(cost_of.__getitem__, sids)))
-        score_of = dict(zip(distinct, map(_rank(costs).get, costs, repeat(0)), strict=True))
-        return NodeScores(0, names=names, listed=list(map(score_of.__getitem__, sids)))
+                        table[sids[i]] = costs[i]
+        return costs
 
     def _scores_by_state(
         self,
@@ -233,7 +232,7 @@ class PlacementScorer:
         for name in names:
             node = nodes.get(name)
             value = None if node is None else self.cost(self.state(node), shape, order)
-            costs.append(_NO_FIT if value is None else value)
+            costs.append(NO_FIT if value is None else value)
         return self._ranked(snapshot, pod, names, costs)
 
     def _ranked(
@@ -247,9 +246,9 @@ class PlacementScorer:
             for i, name in enumerate(names):
                 node = nodes.get(name)
                 cost = costs[i]
-                if cost != _NO_FIT and node and not selector_misses(terms, node.labels):
+                if cost != NO_FIT and node and not selector_misses(terms, node.labels):
                     costs[i] = cost - bonus
-        return NodeScores(0, names=names, listed=list(map(_rank(costs).get, costs, repeat(0))))
+        return NodeScores(0, names=names, listed=list(map(rank(costs).get, costs, repeat(0))))
 
     def _table(self, shape: Shape, order: tuple[str, ...]) -> dict[GpuState, float | None]:
         table = self._costs.get((shape, order))
@@ -260,17 +259,7 @@ class PlacementScorer:
         return table
 
 
-def _rank(costs: Sequence[float]) -> dict[float, int]:
-    """Score by cost: the cheapest 10, the next 9, ...; costs missing here score 0, as do nodes
-    where the pod does not fit (gangplank counts reservations kube-scheduler does not see) or
-    that the cache does not know."""
-    distinct = set(costs)
-    distinct.discard(_NO_FIT)
-    return {c: MAX_SCORE - i for i, c in enumerate(sorted(distinct)[:MAX_SCORE])}
-
-
 _MISSING = -1e300  # not worked out yet (floats compare fast, in C)
-_NO_FIT = float("inf")  # does not fit there
 
 
 def mix_of(snapshot: Snapshot) -> Mix | None:
