@@ -283,9 +283,8 @@ def _convert_spec(spec: Mapping[str, Any]) -> _SpecParts:
     )
 
 
-def pod_from_api(raw: Any, *, spec_fingerprint: int | None = None) -> PodInfo:
-    """A Pod object (API JSON, as in watch events and extender requests) as a PodInfo.
-    `spec_fingerprint`: its spec's `spec_key`, when the caller has it already."""
+def pod_from_api(raw: Any) -> PodInfo:
+    """A Pod object (API JSON, as in watch events and extender requests) as a PodInfo."""
     if not isinstance(raw, Mapping):
         raise ConversionError(f"Pod must be an object, not {type(raw).__name__}")
     metadata = _mapping(raw, "metadata", "Pod")
@@ -297,9 +296,8 @@ def pod_from_api(raw: Any, *, spec_fingerprint: int | None = None) -> PodInfo:
     labels = _string_map(metadata, "labels", mpath)
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
-    key = spec_fingerprint if spec_fingerprint is not None else spec_key(spec)
     requests, priority, scheduler, selector, tolerations, affinity, pod_group = _spec_parts(
-        spec, key
+        spec, spec_key(spec)
     )
     gang = gang_of(labels, annotations, namespace, owner, pod_group)
     return PodInfo(

@@ -34,6 +34,13 @@ def rank(costs: Sequence[float]) -> dict[float, int]:
     return {c: MAX_SCORE - i for i, c in enumerate(sorted(distinct)[:MAX_SCORE])}
 
 
+def node_costs(sids: Sequence[int], costs_of: Costs) -> list[float]:
+    """The cost of each node from its state id, worked out once per distinct state."""
+    distinct = list(set(sids))
+    cost_of = dict(zip(distinct, costs_of(distinct), strict=True))
+    return list(map(cost_of.__getitem__, sids))
+
+
 class EveryNode:
     """The scores of every node the cache knows for one pod shape, at one `states_version`."""
 
@@ -42,9 +49,7 @@ class EveryNode:
         self.names = list(ids)
         self.index = {name: i for i, name in enumerate(self.names)}
         self.sids = list(ids.values())
-        distinct = list(set(self.sids))
-        cost_of = dict(zip(distinct, costs_of(distinct), strict=True))
-        self.costs = list(map(cost_of.__getitem__, self.sids))
+        self.costs = node_costs(self.sids, costs_of)
         self.counts = Counter(self.costs)
         self.score_of = rank(list(self.counts))
         self.version = snapshot.states_version

@@ -7,8 +7,9 @@ knows nothing about, so that node fails as resolvable ("retry later"); any other
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import filterfalse
 
 from extender.core.model import PodInfo, Snapshot
 from extender.core.placement import GPU_PRODUCT, REQUIRE_NODES, why_not_labelled
@@ -25,6 +26,19 @@ class FilterResult:
     passed: list[str]
     failed: dict[str, str] = field(default_factory=dict)
     unresolvable: dict[str, str] = field(default_factory=dict)
+
+
+def refuse(result: FilterResult, refused: Mapping[str, str]) -> FilterResult:
+    """`result` with the `refused` nodes it passed failed for good (with their reasons); refused
+    nodes that were not sent are left out. The nodes passed, thousands of them, are filtered in
+    C."""
+    passed = result.passed
+    result.passed = list(filterfalse(refused.__contains__, passed))
+    if len(passed) - len(result.passed) != len(refused):  # some refused nodes were not sent
+        sent = set(passed)
+        refused = {name: why for name, why in refused.items() if name in sent}
+    result.unresolvable.update(refused)
+    return result
 
 
 def decide_filter(snapshot: Snapshot, pod: PodInfo, node_names: Sequence[str]) -> FilterResult:

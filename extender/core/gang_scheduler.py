@@ -22,11 +22,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import filterfalse
 
 from extender.core.bind import BindDecision, BindRequest
 from extender.core.domains import plan_in_topology
-from extender.core.filter import FilterResult, decide_filter
+from extender.core.filter import FilterResult, decide_filter, refuse
 from extender.core.gang import Gang, group_key, job_key, job_name, resolve_gang
 from extender.core.held_nodes import HeldNodes
 from extender.core.hold import Hold
@@ -546,9 +545,8 @@ class GangScheduler:
                 watched,
                 partial(self.free_for, gang_key=None),
             )
-            # The few nodes where something is taken, sent or not: checked first, and the
-            # (thousands of) nodes sent are then only filtered, in C, if any was blocked.
-            candidates: Iterable[str] = taken
+            candidates: Iterable[str] = taken  # the few nodes where something is taken
+
         else:
             taken = {}
             candidates = watched.intersection(result.passed)
@@ -568,13 +566,7 @@ class GangScheduler:
                 blocked[name] = f"pod {pod.key}: capacity on node {name} is reserved for {jobs}"
         if not blocked:
             return result
-        passed = result.passed
-        result.passed = list(filterfalse(blocked.__contains__, passed))
-        if len(passed) - len(result.passed) != len(blocked):  # some blocked nodes were not sent
-            sent = set(passed)
-            blocked = {name: why for name, why in blocked.items() if name in sent}
-        result.unresolvable.update(blocked)
-        return result
+        return refuse(result, blocked)
 
     # ---- prioritize and bind ------------------------------------------
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:

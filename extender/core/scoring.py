@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
-from extender.core.every_node import NO_FIT, EveryNode, rank
+from extender.core.every_node import NO_FIT, EveryNode, node_costs, rank
 from extender.core.fragmentation import (
     DEFAULT_MIX,
     WHOLE,
@@ -178,14 +178,8 @@ class PlacementScorer:
             return self._state_costs(snapshot, table, sids, shape, order)
 
         if len(names) != len(ids) or snapshot.states_version < 0 or PREFER_NODES in pod.annotations:
-            sids = list(map(ids.get, names, repeat(-1)))
-            distinct = list(set(sids))
-            costs = costs_of(distinct)
-            if pod.annotations.get(PREFER_NODES):  # a bonus per node, by its labels
-                cost_of = dict(zip(distinct, costs, strict=True))
-                return self._ranked(snapshot, pod, names, list(map(cost_of.__getitem__, sids)))
-            score_of = dict(zip(distinct, map(rank(costs).get, costs, repeat(0)), strict=True))
-            return NodeScores(0, names=names, listed=list(map(score_of.__getitem__, sids)))
+            costs = node_costs(list(map(ids.get, names, repeat(-1))), costs_of)
+            return self._ranked(snapshot, pod, names, costs)
         # Every node sent (percentageOfNodesToScore: 100): the scores of every node the cache
         # knows, in its order, kept up to date per pod shape (`every_node.py`).
         every = self._every.get((shape, order))
