@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 # Server time of a call: tens of microseconds for a pass-through pod, up to seconds for a bad day.
@@ -37,7 +37,6 @@ LATENCY_BUCKETS = (
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        self._event_counters: dict[tuple[str, str], Counter] = {}
         r = self.registry
         self.requests = Counter(
             "gangplank_requests",
@@ -98,12 +97,10 @@ class Metrics:
             ["kind", "reason"],
             registry=r,
         )
-        self.watch_events = Counter(
-            "gangplank_watch_events",
-            "Watch events applied to the cache, by kind and type.",
-            ["kind", "type"],
-            registry=r,
-        )
+        # Counted per watch event in a plain dict (a labelled Counter's lock and lookups cost
+        # more than the rest of a status-only event) and exported at scrape time.
+        self._watch_events: dict[tuple[str, str], int] = {}
+        r.register(_WatchEventCollector(self._watch_events))
         self.list_seconds = Gauge(
             "gangplank_cache_last_list_duration_seconds",
             "How long the last full list of a kind took.",
@@ -274,13 +271,10 @@ class Metrics:
         self.relists.labels(kind).inc()
 
     def event(self, kind: str, event_type: str) -> None:
-        # Once per watch event: keep each labelled child rather than look it up every time.
-        child = self._event_counters.get((kind, event_type))
-        if child is None:
-            child = self._event_counters[(kind, event_type)] = self.watch_events.labels(
-                kind, event_type
-            )
-        child.inc()
+        # Once per watch event, by the one reflector thread of its kind: no lock needed.
+        counts = self._watch_events
+        key = (kind, event_type)
+        counts[key] = counts.get(key, 0) + 1
 
     def error(self, kind: str, reason: str) -> None:
         self.watch_errors.labels(kind, reason).inc()
@@ -294,6 +288,21 @@ class Metrics:
     ) -> None:
         """Export cache size, age and staleness, read at scrape time."""
         self.registry.register(_CacheCollector(counts, contacts, clock, stale))
+
+
+class _WatchEventCollector(Collector):
+    def __init__(self, counts: dict[tuple[str, str], int]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "gangplank_watch_events",
+            "Watch events applied to the cache, by kind and type.",
+            labels=["kind", "type"],
+        )
+        for (kind, event_type), count in list(self._counts.items()):
+            family.add_metric([kind, event_type], count)
+        return [family]
 
 
 class _GangCollector(Collector):

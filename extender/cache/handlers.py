@@ -9,10 +9,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+import orjson
+
+from extender.cache import pod_lines
 from extender.cache.pod_memo import PodMemo
 from extender.cache.store import ClusterStore
 from extender.convert import (
@@ -50,9 +53,11 @@ class KindHandler(Generic[T]):
     delete: Callable[[T], None]
     replace_all: Callable[[Iterable[T]], None]
 
-    def _convert(self, obj: Mapping[str, Any]) -> T | None:
+    def _convert(
+        self, obj: Mapping[str, Any], convert: Callable[[Any], T] | None = None
+    ) -> T | None:
         try:
-            return self.convert(obj)
+            return (convert or self.convert)(obj)
         except ConversionError as err:
             meta = obj.get("metadata") if isinstance(obj, Mapping) else None
             name = meta.get("name") if isinstance(meta, Mapping) else "?"
@@ -73,14 +78,47 @@ class KindHandler(Generic[T]):
         converted = self._convert(obj)
         if converted is None:
             return
+        self._store(event_type, converted)
+
+    def _store(self, event_type: str, converted: T) -> None:
         if event_type == "DELETED":
             self.delete(converted)
         else:
             self.upsert(converted)
 
+    def apply_line(self, line: bytes) -> tuple[str, str | None] | None:
+        """Apply a watch event straight from its JSON line and give back its type and
+        resourceVersion; None: the reflector parses the line and calls `apply` (every kind but
+        pods, whose events are many)."""
+        return None
 
-def _pod_handler(store: ClusterStore) -> KindHandler[PodInfo]:
-    """Pods go through a PodMemo: most pod events change nothing gangplank reads."""
+
+@dataclass(frozen=True)
+class PodHandler(KindHandler[PodInfo]):
+    """Pods go through a PodMemo (most pod events change nothing gangplank reads), and their
+    watch lines are read without being parsed in full where the memo allows (pod_lines)."""
+
+    memo: PodMemo = field(default_factory=PodMemo)
+
+    def apply_line(self, line: bytes) -> tuple[str, str | None] | None:
+        event = pod_lines.read(line)
+        if event is None:
+            return None
+        if event.type == "BOOKMARK":
+            return event.type, event.version
+        pod = self.memo.reuse(event)
+        if pod is None:
+            try:
+                obj = orjson.loads(line)["object"]
+            except (orjson.JSONDecodeError, TypeError, KeyError):
+                return None
+            pod = self._convert(obj, partial(self.memo.convert, quick=event.quick))
+        if pod is not None:
+            self._store(event.type, pod)
+        return event.type, event.version
+
+
+def _pod_handler(store: ClusterStore) -> PodHandler:
     memo = PodMemo()
 
     def delete(pod: PodInfo) -> None:
@@ -92,7 +130,7 @@ def _pod_handler(store: ClusterStore) -> KindHandler[PodInfo]:
         memo.keep_only(listed)
         store.replace_pods(listed)
 
-    return KindHandler("pods", memo.convert, store.upsert_pod, delete, replace_all)
+    return PodHandler("pods", memo.convert, store.upsert_pod, delete, replace_all, memo)
 
 
 def handlers_for(store: ClusterStore) -> dict[str, KindHandler[Any]]:

@@ -11,6 +11,10 @@ too, the very same PodInfo comes back and the store has nothing to do.
 
 The fingerprint is Python's hash of the parts serialised by orjson: keyed per process (SipHash),
 so a pod's author cannot make two different specs collide on purpose.
+
+Before any of that, a watch line is read for its "quick" fingerprint (cache.pod_lines): when it is
+the one kept for the pod, the pod is brought up to date from a few status fields (`reuse`) and the
+line is never parsed in full.
 """
 
 from __future__ import annotations
@@ -20,12 +24,16 @@ from typing import Any
 
 import orjson
 
-from extender.convert import pod_from_api, pod_phase, pod_restarts, pod_started
+from extender.cache import pod_lines
+from extender.cache.pod_lines import PodLine
+from extender.convert import ConversionError, pod_from_api, pod_phase, pod_restarts, pod_started
 from extender.core.model import PodInfo
 
-# (fingerprint of the spec and metadata, (nodeName, deleting, phase, startTime, restarts) as
-# written, the conversion)
-_Seen = tuple[int, tuple[str | None, bool, Any, Any, int], PodInfo]
+_RawStatus = tuple[str | None, bool, Any, Any, int]
+# (fingerprint of the spec but its nodeName and of the metadata, the quick fingerprint of the
+# pod's last line (None: not known), (nodeName, deleting, phase, startTime, restarts) as written,
+# the conversion)
+_Seen = tuple[int, int | None, _RawStatus, PodInfo]
 
 
 class PodMemo:
@@ -34,17 +42,22 @@ class PodMemo:
     def __init__(self) -> None:
         self._seen: dict[str, _Seen] = {}
         self.reused = 0  # events answered from the memo (for benchmarks and tests)
+        self.from_lines = 0  # of which read from their line alone, never parsed in full
 
     def __len__(self) -> int:
         return len(self._seen)
 
-    def convert(self, raw: Any) -> PodInfo:
-        """The PodInfo of a Pod object, as `pod_from_api` gives it (and raising as it does)."""
+    def convert(self, raw: Any, quick: int | None = None) -> PodInfo:
+        """The PodInfo of a Pod object, as `pod_from_api` gives it (and raising as it does).
+        `quick`: the fingerprint of the line it came in (pod_lines.read); without one, it is
+        worked out from the object."""
         prints = _fingerprint(raw)
         if prints is None:
             return pod_from_api(raw)
         uid, fingerprint, node, deleting, status = prints
-        raw_status = (
+        if quick is None:
+            quick = pod_lines.quick_of_object(raw)
+        raw_status: _RawStatus = (
             node,
             deleting,
             status.get("phase"),
@@ -54,16 +67,41 @@ class PodMemo:
         seen = self._seen.get(uid)
         if seen is not None and seen[0] == fingerprint:
             self.reused += 1
-            old = seen[2]
-            if seen[1] == raw_status:
-                return old
-            pod = with_status(
-                old, node, pod_phase(status), pod_started(status), raw_status[4], deleting
-            )
+            old = seen[3]
+            if seen[2] == raw_status:
+                pod = old
+            else:
+                pod = with_status(
+                    old, node, pod_phase(status), pod_started(status), raw_status[4], deleting
+                )
         else:
             pod = pod_from_api(raw)
-        self._seen[uid] = (fingerprint, raw_status, pod)
+        self._seen[uid] = (fingerprint, quick, raw_status, pod)
         return pod
+
+    def reuse(self, line: PodLine) -> PodInfo | None:
+        """The pod of a watch line when its quick fingerprint is the one kept (its spec and the
+        metadata read are as last converted): brought up to date from the line's status and
+        deletion. None: convert the line's object in full (`convert`)."""
+        seen = self._seen.get(line.uid)
+        if seen is None or seen[1] != line.quick:
+            return None
+        status = pod_lines.status(line)
+        if status is None:
+            return None
+        fingerprint, quick, (node, *_), old = seen
+        raw_status = (node, line.deleting, status.phase, status.startTime, status.restarts())
+        if raw_status != seen[2]:
+            try:
+                phase = pod_phase({"phase": status.phase})
+                started = pod_started({"startTime": status.startTime})
+            except ConversionError:
+                return None
+            old = with_status(old, node, phase, started, raw_status[4], line.deleting)
+            self._seen[line.uid] = (fingerprint, quick, raw_status, old)
+        self.reused += 1
+        self.from_lines += 1
+        return old
 
     def forget(self, pod: PodInfo) -> None:
         self._seen.pop(pod.uid, None)

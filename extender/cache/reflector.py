@@ -43,6 +43,11 @@ class Handler(Protocol):
 
     def apply(self, event_type: str, obj: Mapping[str, Any]) -> None: ...
 
+    def apply_line(self, line: bytes) -> tuple[str, str | None] | None:
+        """Apply an event from its line, giving back (type, resourceVersion); None: not done,
+        parse the line and call `apply`."""
+        ...
+
 
 class WatchObserver(Protocol):
     """Hooks for metrics; every method must be cheap and must not raise."""
@@ -306,7 +311,16 @@ class Reflector:
             response.close()
             response.release_conn()
 
-    def _handle_line(self, line: bytes | str) -> None:
+    def _handle_line(self, line: bytes) -> None:
+        done = self._handler.apply_line(line)
+        if done is not None:
+            event_type, version = done
+            self.last_contact = self._clock()
+            self._observer.event(self.kind, event_type)
+            if version:
+                self.resource_version = version
+            self._backoff.reset()
+            return
         event = orjson.loads(line)
         event_type = event.get("type")
         obj = event.get("object") or {}

@@ -165,9 +165,14 @@ class ClusterStore:
     # ---- pods ------------------------------------------
     def upsert_pod(self, pod: PodInfo) -> None:
         with self._lock:
-            if self._pods.get(pod_key(pod)) is pod:
+            key = pod_key(pod)
+            old = self._pods.get(key)
+            if old is pod:
                 return  # the watch brought nothing new (see cache.pod_memo)
-            self._put_pod(pod)
+            if old is not None and _same_standing(old, pod):
+                self._swap_pod(key, pod)
+            else:
+                self._put_pod(pod)
 
     def delete_pod(self, pod: PodInfo) -> None:
         with self._lock:
@@ -462,6 +467,22 @@ class ClusterStore:
         elif count:
             self._bump()
 
+    def _swap_pod(self, key: str, pod: PodInfo) -> None:
+        """Put `pod` where its earlier version was, every index and count left as it is (see
+        _same_standing): what most of a pod's life (started, running, finished) needs."""
+        self._assumed.pop(key, None)
+        self._pods[key] = pod
+        gang = group_key(pod)
+        if gang is not None:
+            self._groups[gang][key] = pod
+            self._dirty_groups.add(gang)
+        if pod.holds_resources:
+            assert pod.node_name is not None
+            self._pods_by_node[pod.node_name][key] = pod
+            self._touch(pod.node_name)
+        else:
+            self._bump()
+
     def _drop_pod(self, key: str) -> None:
         old = self._pods.pop(key, None)
         if old is None:
@@ -488,6 +509,24 @@ class ClusterStore:
     def _materialize(self, node: NodeInfo) -> NodeInfo:
         pods = tuple(self._pods_by_node.get(node.name, {}).values())
         return replace(node, pods=pods, requested=total(p.requests for p in pods))
+
+
+def _same_standing(old: PodInfo, new: PodInfo) -> bool:
+    """Whether `new` is `old` with only its status moved on, in a way no index or count sees:
+    made from the same conversion (cache.pod_memo's with_status shares its labels, annotations,
+    requests and owner), bound to the same node, and holding resources there, or not, as before.
+    (A pod waiting for a node is never swapped: its binding may be assumed, see _effective.)"""
+    return (
+        new.node_name is not None
+        and old.node_name == new.node_name
+        and old.holds_resources == new.holds_resources
+        and old.labels is new.labels
+        and old.annotations is new.annotations
+        and old.requests is new.requests
+        and old.owner is new.owner
+        and old.priority == new.priority
+        and old.job == new.job
+    )
 
 
 def _compact_keys(states: dict[str, int]) -> dict[str, int]:

@@ -1,0 +1,145 @@
+"""Read a pod watch event from its JSON line without building the whole object.
+
+Parsing an event into Python dicts and lists costs more than everything else done with it, and
+most of what it builds is never read: managedFields, the status' conditions and container states,
+the spec of a pod already converted. So a line is first read against a schema of only what decides
+whether the pod changed for gangplank (msgspec skips the rest without building it): the event's
+type, the pod's uid, resourceVersion and deletionTimestamp, and, kept as the raw JSON text, the
+spec and the metadata gangplank reads. Those texts make a "quick" fingerprint; when it is the one
+the memo kept for the pod, only the few status fields gangplank reads are decoded (cache.pod_memo).
+Otherwise, or for anything this schema does not expect, the line is parsed in full as before.
+
+The fingerprint of a listed pod (no line: the list came as one page) is made from the parsed
+objects written out again by orjson, which writes JSON as the API server does (compact, fields in
+order); where the two texts differ (the API server escapes <, > and & in strings) the pod's next
+event is read in full once and the line's fingerprint is kept from then on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import msgspec
+import orjson
+from msgspec import Raw, Struct
+
+# What the fast reading handles; anything else (ERROR events first) goes to the full parse.
+CHANGES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+_NULL = b"null"
+
+
+class _Meta(Struct):
+    uid: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    resourceVersion: str | None = None
+    creationTimestamp: str | None = None
+    deletionTimestamp: Any = None
+    labels: Raw = Raw()
+    annotations: Raw = Raw()
+    ownerReferences: Raw = Raw()
+
+
+class _Object(Struct):
+    metadata: _Meta | None = None
+    spec: Raw = Raw()
+    status: Raw = Raw()
+
+
+class _Event(Struct):
+    type: str
+    object: _Object | None = None
+
+
+class _ContainerStatus(Struct):
+    restartCount: int = 0
+
+
+class Status(Struct):
+    """The status fields a pod's conversion reads (convert.pod_phase, pod_started,
+    pod_restarts), as written: None when absent."""
+
+    phase: str | None = None
+    startTime: str | None = None
+    containerStatuses: list[_ContainerStatus] | None = None
+
+    def restarts(self) -> int:
+        """As convert.pod_restarts: restarts summed over the containers, negatives ignored."""
+        return sum(max(c.restartCount, 0) for c in self.containerStatuses or ())
+
+
+class PodLine(NamedTuple):
+    """What the fast reading took from a line. `quick` is 0 for a BOOKMARK."""
+
+    type: str
+    version: str | None
+    uid: str
+    quick: int
+    deleting: bool
+    status: Raw
+
+
+_events = msgspec.json.Decoder(_Event)
+_statuses = msgspec.json.Decoder(Status | None)
+
+
+def read(line: bytes | str) -> PodLine | None:
+    """The line's event as far as the memo needs it, or None: parse it in full (an ERROR or
+    unknown event, a pod without a uid, fields of unexpected types, or not JSON at all)."""
+    try:
+        event = _events.decode(line)
+    except msgspec.MsgspecError:
+        return None
+    obj = event.object
+    meta = obj.metadata if obj is not None else None
+    if event.type == "BOOKMARK":
+        return PodLine("BOOKMARK", meta.resourceVersion if meta else None, "", 0, False, Raw())
+    if event.type not in CHANGES or obj is None or meta is None or not meta.uid:
+        return None
+    quick = hash(
+        (
+            bytes(obj.spec) or _NULL,
+            meta.name,
+            meta.namespace,
+            meta.creationTimestamp,
+            bytes(meta.labels) or _NULL,
+            bytes(meta.annotations) or _NULL,
+            bytes(meta.ownerReferences) or _NULL,
+        )
+    )
+    deleting = meta.deletionTimestamp is not None
+    return PodLine(event.type, meta.resourceVersion, meta.uid, quick, deleting, obj.status)
+
+
+def status(line: PodLine) -> Status | None:
+    """The status fields of the line's pod, or None when they are not what the schema expects
+    (the full conversion then says what is wrong)."""
+    text = bytes(line.status)
+    if not text:
+        return Status()
+    try:
+        return _statuses.decode(text) or Status()
+    except msgspec.MsgspecError:
+        return None
+
+
+def quick_of_object(raw: Mapping[str, Any]) -> int | None:
+    """The quick fingerprint of a parsed Pod, as `read` makes it of a line orjson wrote."""
+    metadata, spec = raw.get("metadata"), raw.get("spec")
+    if not isinstance(metadata, dict):
+        return None
+    try:
+        return hash(
+            (
+                orjson.dumps(spec),
+                metadata.get("name"),
+                metadata.get("namespace"),
+                metadata.get("creationTimestamp"),
+                orjson.dumps(metadata.get("labels")),
+                orjson.dumps(metadata.get("annotations")),
+                orjson.dumps(metadata.get("ownerReferences")),
+            )
+        )
+    except (orjson.JSONEncodeError, TypeError):
+        return None

@@ -1,0 +1,222 @@
+"""Pod watch lines are applied without parsing them in full where the memo allows, and the cache
+they leave is the one the full parse leaves, event after event, whatever the line holds."""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+import orjson
+import pytest
+
+from extender.cache import pod_lines
+from extender.cache.handlers import PodHandler, handlers_for
+from extender.cache.store import ClusterStore
+from extender.core.model import PodInfo
+from tests.builders import node, pod
+
+Obj = dict[str, Any]
+NODES = ("n1", "n2", "n3")
+
+
+def line(event_type: str, obj: Obj) -> bytes:
+    return orjson.dumps({"type": event_type, "object": obj})
+
+
+class Both:
+    """Two caches fed the same events: one by lines (the fast reading, falling back to the full
+    parse), one by parsed objects (the full parse only)."""
+
+    def __init__(self, listed: list[Obj]) -> None:
+        self.fast, self.full = ClusterStore(), ClusterStore()
+        fast_handlers, full_handlers = handlers_for(self.fast), handlers_for(self.full)
+        for handlers in (fast_handlers, full_handlers):
+            handlers["nodes"].replace([node(n, cpu="64", gpu=8) for n in NODES])
+            handlers["pods"].replace(copy.deepcopy(listed))
+        pods = fast_handlers["pods"]
+        assert isinstance(pods, PodHandler)
+        self.lines, self.objects = pods, full_handlers["pods"]
+
+    def send(self, event_type: str, obj: Obj, text: bytes | None = None) -> None:
+        done = self.lines.apply_line(text if text is not None else line(event_type, obj))
+        if done is None:
+            self.lines.apply(event_type, copy.deepcopy(obj))
+        else:
+            assert done == (event_type, obj["metadata"].get("resourceVersion"))
+        self.objects.apply(event_type, copy.deepcopy(obj))
+        self.check()
+
+    def check(self) -> None:
+        assert view(self.fast) == view(self.full)
+
+
+def view(store: ClusterStore) -> Any:
+    """Everything a decision reads of the pods, with pods compared field by field."""
+    snap = store.snapshot()
+
+    def pods(members: Any) -> Any:
+        return sorted(tuple(getattr(p, f.name) for f in fields(PodInfo)) for p in members)
+
+    return (
+        {name: (n.requested, pods(n.pods)) for name, n in snap.nodes.items()},
+        snap.queue_usage,
+        {q: pods(members) for q, members in snap.queue_pending.items()},
+        snap.queue_floor,
+        {g: pods(members) for g, members in snap.groups.items()},
+        pods(store._pods.values()),
+        snap.allocated,
+    )
+
+
+EDITS: list[tuple[str, Callable[[Obj, random.Random], None]]] = [
+    ("conditions", lambda p, r: p["status"].update(conditions=[{"type": "Ready"}])),
+    ("bind", lambda p, r: p["spec"].update(nodeName=r.choice(NODES))),
+    ("start", lambda p, r: p["status"].update(startTime="2026-12-03T10:00:00Z")),
+    ("running", lambda p, r: p["status"].update(phase="Running")),
+    ("restart", lambda p, r: p["status"].update(containerStatuses=[{"restartCount": 2}])),
+    ("succeeded", lambda p, r: p["status"].update(phase="Succeeded")),
+    ("failed", lambda p, r: p["status"].update(phase="Failed")),
+    ("relabel", lambda p, r: p["metadata"]["labels"].update({"gangplank.io/queue": "b"})),
+    ("annotate", lambda p, r: p["metadata"]["annotations"].update({"x": "y"})),
+    ("priority", lambda p, r: p["spec"].update(priority=r.randint(0, 3))),
+    ("delete-mark", lambda p, r: p["metadata"].update(deletionTimestamp="2026-12-03T11:00:00Z")),
+]
+
+
+def members(count: int) -> list[Obj]:
+    gang = {"gangplank.io/gang": "g1", "gangplank.io/queue": "a"}
+    return [
+        pod(f"w-{i}", uid=f"u{i}", gpu=1 + i % 2, labels=dict(gang) if i % 2 else {"q": "x"})
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lines_leave_the_cache_the_full_parse_leaves_through_random_lives(seed: int) -> None:
+    r = random.Random(seed)
+    listed = members(4)
+    both = Both(listed)
+    alive = {p["metadata"]["uid"]: copy.deepcopy(p) for p in listed}
+    version = 100
+    for step in range(160):
+        version += 1
+        if not alive or r.random() < 0.08:
+            new = pod(f"new-{step}", uid=f"n{step}", gpu=r.randint(0, 2))
+            new["metadata"]["resourceVersion"] = str(version)
+            alive[new["metadata"]["uid"]] = new
+            both.send("ADDED", new)
+            continue
+        uid = r.choice(sorted(alive))
+        obj = copy.deepcopy(alive[uid])
+        obj["metadata"]["resourceVersion"] = str(version)
+        if r.random() < 0.07:
+            del alive[uid]
+            both.send("DELETED", obj)
+            continue
+        _, edit = r.choice(EDITS)
+        edit(obj, r)
+        alive[uid] = obj
+        both.send("MODIFIED", obj)
+
+
+def test_a_status_only_line_of_a_listed_pod_is_applied_without_the_full_parse() -> None:
+    running = pod("w-0", uid="u0", node="n1", gpu=2, phase="Running")
+    both = Both([running])
+    reused = both.lines.memo.from_lines
+    ready = copy.deepcopy(running)
+    ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    ready["status"]["containerStatuses"] = [{"name": "main", "restartCount": 3}]
+    ready["metadata"]["resourceVersion"] = "7"
+    ready["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
+    both.send("MODIFIED", ready)
+    assert both.lines.memo.from_lines == reused + 1
+    (seen,) = both.fast._pods.values()
+    assert seen.restarts == 3
+
+
+def test_the_quick_fingerprint_of_a_listed_pod_is_that_of_its_line() -> None:
+    obj = pod("w-0", uid="u0", node="n1", gpu=1, labels={"a": "b"}, annotations={"c": "d"})
+    read = pod_lines.read(line("MODIFIED", obj))
+    assert read is not None
+    assert read.quick == pod_lines.quick_of_object(obj)
+    changed = copy.deepcopy(obj)
+    changed["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    assert pod_lines.quick_of_object(changed) != read.quick
+
+
+def test_a_line_written_otherwise_than_orjson_writes_is_read_in_full_once_then_fast() -> None:
+    # The API server escapes & < > in strings (Go's encoding/json): the text differs from what
+    # orjson writes of the listed pod, so the first event is parsed in full.
+    obj = pod("w-0", uid="u0", node="n1", gpu=1, annotations={"cmd": "a && b"})
+    both = Both([obj])
+    for version in ("5", "6"):
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = version
+        obj["status"]["phase"] = "Running" if version == "5" else "Succeeded"
+        go_style = line("MODIFIED", obj).replace(b"&", b"\\u0026")
+        reused = both.lines.memo.from_lines
+        both.send("MODIFIED", obj, go_style)
+        assert both.lines.memo.from_lines == reused + (version == "6")
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda p: p["status"].update(phase=7),
+        lambda p: p["status"].update(startTime="yesterday"),
+        lambda p: p["status"].update(containerStatuses=[{"restartCount": "two"}]),
+        lambda p: p["status"].update(containerStatuses=[{"restartCount": True}]),
+        lambda p: p["status"].update(containerStatuses=None),
+        lambda p: p.update(status=None),
+        lambda p: p["metadata"].update(name=12),
+        lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="lots"),
+    ],
+    ids=[
+        "phase",
+        "startTime",
+        "restarts-str",
+        "restarts-bool",
+        "no-statuses",
+        "null",
+        "name",
+        "cpu",
+    ],
+)
+def test_an_odd_line_gives_what_the_full_parse_gives(spoil: Callable[[Obj], None]) -> None:
+    good = pod("w-0", uid="u0", node="n1", gpu=1, phase="Running")
+    both = Both([good])
+    bad = copy.deepcopy(good)
+    spoil(bad)
+    both.send("MODIFIED", bad)
+
+
+def test_bookmarks_errors_and_lines_that_are_no_pod_event_are_left_to_the_reflector() -> None:
+    handler = handlers_for(ClusterStore())["pods"]
+    bookmark = line("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "42"}})
+    assert handler.apply_line(bookmark) == ("BOOKMARK", "42")
+    error = line("ERROR", {"kind": "Status", "status": "Failure", "code": 410})
+    for text in (error, b"not json", b'{"type": "ADDED", "object": {"metadata": {}}}', b"[]"):
+        assert handler.apply_line(text) is None
+
+
+def test_the_watch_benchmark_applies_its_churn_from_the_lines_alone() -> None:
+    from loadtest.cluster import build
+    from loadtest.watch_events import status_churn
+
+    nodes, listed = build(20, 200, None)
+    store = ClusterStore()
+    handlers = handlers_for(store)
+    handlers["nodes"].replace(nodes)
+    handlers["pods"].replace(listed)
+    pods = handlers["pods"]
+    assert isinstance(pods, PodHandler)
+    churn = status_churn(listed, 10**6)
+    for text in churn:
+        assert pods.apply_line(text.rstrip()) == (
+            "MODIFIED",
+            orjson.loads(text)["object"]["metadata"]["resourceVersion"],
+        )
+    assert pods.memo.from_lines == len(churn)
