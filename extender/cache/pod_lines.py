@@ -18,7 +18,7 @@ event is read in full once and the line's fingerprint is kept from then on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 import orjson
@@ -26,7 +26,7 @@ from msgspec import Raw, Struct
 
 # What the fast reading handles; anything else (ERROR events first) goes to the full parse.
 CHANGES = frozenset({"ADDED", "MODIFIED", "DELETED"})
-_NULL = b"null"
+_SEP = b"\0"
 
 
 class _Meta(Struct):
@@ -39,17 +39,6 @@ class _Meta(Struct):
     labels: Raw = Raw()
     annotations: Raw = Raw()
     ownerReferences: Raw = Raw()
-
-
-class _Object(Struct):
-    metadata: _Meta | None = None
-    spec: Raw = Raw()
-    status: Raw = Raw()
-
-
-class _Event(Struct):
-    type: str
-    object: _Object | None = None
 
 
 class _ContainerStatus(Struct):
@@ -69,7 +58,21 @@ class Status(Struct):
         return sum(max(c.restartCount, 0) for c in self.containerStatuses or ())
 
 
-class PodLine(NamedTuple):
+_NO_STATUS = Status()
+
+
+class _Object(Struct):
+    metadata: _Meta | None = None
+    spec: Raw = Raw()
+    status: Status | None = None
+
+
+class _Event(Struct):
+    type: str
+    object: _Object | None = None
+
+
+class PodLine(Struct, gc=False):
     """What the fast reading took from a line. `quick` is 0 for a BOOKMARK."""
 
     type: str
@@ -77,11 +80,10 @@ class PodLine(NamedTuple):
     uid: str
     quick: int
     deleting: bool
-    status: Raw
+    status: Status
 
 
 _events = msgspec.json.Decoder(_Event)
-_statuses = msgspec.json.Decoder(Status | None)
 
 
 def read(line: bytes | str) -> PodLine | None:
@@ -94,52 +96,33 @@ def read(line: bytes | str) -> PodLine | None:
     obj = event.object
     meta = obj.metadata if obj is not None else None
     if event.type == "BOOKMARK":
-        return PodLine("BOOKMARK", meta.resourceVersion if meta else None, "", 0, False, Raw())
+        return PodLine("BOOKMARK", meta.resourceVersion if meta else None, "", 0, False, _NO_STATUS)
     if event.type not in CHANGES or obj is None or meta is None or not meta.uid:
         return None
-    quick = hash(
-        (
-            bytes(obj.spec) or _NULL,
-            meta.name,
-            meta.namespace,
-            meta.creationTimestamp,
-            bytes(meta.labels) or _NULL,
-            bytes(meta.annotations) or _NULL,
-            bytes(meta.ownerReferences) or _NULL,
-        )
-    )
+    # The texts joined by a byte JSON never holds unescaped (absent: empty): one hash.
+    texts = _SEP.join((obj.spec, meta.labels, meta.annotations, meta.ownerReferences))
+    quick = hash((texts, meta.name, meta.namespace, meta.creationTimestamp))
     deleting = meta.deletionTimestamp is not None
-    return PodLine(event.type, meta.resourceVersion, meta.uid, quick, deleting, obj.status)
-
-
-def status(line: PodLine) -> Status | None:
-    """The status fields of the line's pod, or None when they are not what the schema expects
-    (the full conversion then says what is wrong)."""
-    text = bytes(line.status)
-    if not text:
-        return Status()
-    try:
-        return _statuses.decode(text) or Status()
-    except msgspec.MsgspecError:
-        return None
+    status = obj.status or _NO_STATUS
+    return PodLine(event.type, meta.resourceVersion, meta.uid, quick, deleting, status)
 
 
 def quick_of_object(raw: Mapping[str, Any]) -> int | None:
     """The quick fingerprint of a parsed Pod, as `read` makes it of a line orjson wrote."""
-    metadata, spec = raw.get("metadata"), raw.get("spec")
+    metadata = raw.get("metadata")
     if not isinstance(metadata, dict):
         return None
     try:
-        return hash(
-            (
-                orjson.dumps(spec),
-                metadata.get("name"),
-                metadata.get("namespace"),
-                metadata.get("creationTimestamp"),
-                orjson.dumps(metadata.get("labels")),
-                orjson.dumps(metadata.get("annotations")),
-                orjson.dumps(metadata.get("ownerReferences")),
+        texts = _SEP.join(
+            orjson.dumps(part[key]) if key in part else b""
+            for part, key in (
+                (raw, "spec"),
+                (metadata, "labels"),
+                (metadata, "annotations"),
+                (metadata, "ownerReferences"),
             )
         )
     except (orjson.JSONEncodeError, TypeError):
         return None
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    return hash((texts, name, namespace, metadata.get("creationTimestamp")))

@@ -86,12 +86,11 @@ class PodMemo:
         seen = self._seen.get(line.uid)
         if seen is None or seen[1] != line.quick:
             return None
-        status = pod_lines.status(line)
-        if status is None:
-            return None
-        fingerprint, quick, (node, *_), old = seen
+        status = line.status
+        fingerprint, quick, kept, old = seen
+        node = kept[0]
         raw_status = (node, line.deleting, status.phase, status.startTime, status.restarts())
-        if raw_status != seen[2]:
+        if raw_status != kept:
             try:
                 phase = pod_phase({"phase": status.phase})
                 started = pod_started({"startTime": status.startTime})
