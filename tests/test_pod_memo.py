@@ -122,5 +122,14 @@ def test_with_status_keeps_every_other_field() -> None:
 
 
 def test_watch_lines_are_joined_across_chunks_and_a_cut_last_line_is_dropped() -> None:
-    chunks = [b'{"a":1}\n{"b"', b":2}\n", b"\n", b'{"c":', b'3}\n{"cut":']
-    assert list(event_lines(chunks)) == [b'{"a":1}', b'{"b":2}', b'{"c":3}']
+    chunks = [
+        b'{"a":1}\n{"b"',
+        b":2}\n",
+        b"\n",
+        b" \n",
+        b'{"c":',
+        b"3}\n",
+        b'{"d":4}\n',
+        b'{"cut":',
+    ]
+    assert list(event_lines(chunks)) == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}']

@@ -55,7 +55,11 @@ class Status(Struct):
 
     def restarts(self) -> int:
         """As convert.pod_restarts: restarts summed over the containers, negatives ignored."""
-        return sum(max(c.restartCount, 0) for c in self.containerStatuses or ())
+        total = 0
+        for container in self.containerStatuses or ():
+            if container.restartCount > 0:
+                total += container.restartCount
+        return total
 
 
 _NO_STATUS = Status()

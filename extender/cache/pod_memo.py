@@ -91,9 +91,13 @@ class PodMemo:
         node = kept[0]
         raw_status = (node, line.deleting, status.phase, status.startTime, status.restarts())
         if raw_status != kept:
-            try:
-                phase = pod_phase({"phase": status.phase})
-                started = pod_started({"startTime": status.startTime})
+            try:  # (what did not change as written is taken from the pod as it is)
+                phase = old.phase if status.phase == kept[2] else pod_phase({"phase": status.phase})
+                started = (
+                    old.started
+                    if status.startTime == kept[3]
+                    else pod_started({"startTime": status.startTime})
+                )
             except ConversionError:
                 return None
             old = with_status(old, node, phase, started, raw_status[4], line.deleting)

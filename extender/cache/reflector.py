@@ -346,6 +346,12 @@ def event_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
     watch resumes from the last resourceVersion applied)."""
     parts: list[bytes] = []
     for chunk in chunks:
+        if not parts and chunk.find(b"\n") == len(chunk) - 1:
+            # One whole event, as the API server flushes each: the common case.
+            line = chunk[:-1]
+            if line.strip():
+                yield line
+            continue
         if b"\n" not in chunk:
             if chunk:
                 parts.append(chunk)
