@@ -215,7 +215,7 @@ def test_the_watch_benchmark_applies_its_churn_from_the_lines_alone() -> None:
     assert isinstance(pods, PodHandler)
     churn = status_churn(listed, 10**6)
     for text in churn:
-        assert pods.apply_line(text.rstrip()) == (
+        assert pods.apply_line(text) == (
             "MODIFIED",
             orjson.loads(text)["object"]["metadata"]["resourceVersion"],
         )

@@ -340,17 +340,17 @@ class Reflector:
 
 
 def event_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """The watch stream's events, one JSON document a line, as bytes (orjson reads bytes; the
+    """The watch stream's events, one JSON document a line, as bytes, with or without the newline
+    that ended it (orjson and msgspec read bytes, and take the newline as trailing whitespace; the
     client's `iter_resp_lines` decodes each line to str and re-slices its buffer). An event split
     over chunks is joined; a last line without its newline is a cut stream and is dropped (the
     watch resumes from the last resourceVersion applied)."""
     parts: list[bytes] = []
     for chunk in chunks:
-        if not parts and chunk.find(b"\n") == len(chunk) - 1:
-            # One whole event, as the API server flushes each: the common case.
-            line = chunk[:-1]
-            if line.strip():
-                yield line
+        if not parts and chunk[:1] == b"{" and chunk.find(b"\n") == len(chunk) - 1:
+            # One whole event, as the API server flushes each: the common case, passed on as it
+            # came (JSON readers take the newline as trailing whitespace).
+            yield chunk
             continue
         if b"\n" not in chunk:
             if chunk:

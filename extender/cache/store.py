@@ -164,11 +164,15 @@ class ClusterStore:
 
     # ---- pods ------------------------------------------
     def upsert_pod(self, pod: PodInfo) -> None:
+        key = pod_key(pod)
+        if self._pods.get(key) is pod:
+            # The watch brought nothing new (see cache.pod_memo): most events. Read without the
+            # lock: a dict lookup is atomic, and the very same object stored means nothing to do.
+            return
         with self._lock:
-            key = pod_key(pod)
             old = self._pods.get(key)
             if old is pod:
-                return  # the watch brought nothing new (see cache.pod_memo)
+                return
             if old is not None and _same_standing(old, pod):
                 self._swap_pod(key, pod)
             else:
