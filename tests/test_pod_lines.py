@@ -220,3 +220,46 @@ def test_the_watch_benchmark_applies_its_churn_from_the_lines_alone() -> None:
             orjson.loads(text)["object"]["metadata"]["resourceVersion"],
         )
     assert pods.memo.from_lines == len(churn)
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last", "only"])
+def test_a_binding_is_read_from_the_line_wherever_the_spec_has_its_node_name(where: str) -> None:
+    waiting = pod("w-0", uid="u0", gpu=1)
+    if where == "only":
+        waiting["spec"] = {}
+    both = Both([waiting])
+    bound = copy.deepcopy(waiting)
+    items = list(bound["spec"].items())
+    at = {"first": 0, "middle": len(items) // 2, "last": len(items), "only": 0}[where]
+    items.insert(at, ("nodeName", "n2"))
+    bound["spec"] = dict(items)
+    bound["metadata"]["resourceVersion"] = "8"
+    read_fast = both.lines.memo.from_lines
+    both.send("MODIFIED", bound)
+    assert both.lines.memo.from_lines == read_fast + 1
+    (seen,) = both.fast._pods.values()
+    assert seen.node_name == "n2"
+
+
+def test_a_binding_with_another_change_is_read_in_full() -> None:
+    waiting = pod("w-0", uid="u0", gpu=1)
+    both = Both([waiting])
+    bound = copy.deepcopy(waiting)
+    bound["spec"]["nodeName"] = "n1"
+    bound["spec"]["priority"] = 5
+    read_fast = both.lines.memo.from_lines
+    both.send("MODIFIED", bound)
+    assert both.lines.memo.from_lines == read_fast
+
+
+def test_a_node_name_written_inside_a_string_is_not_taken_for_the_binding() -> None:
+    waiting = pod("w-0", uid="u0", gpu=1)
+    waiting["spec"]["containers"][0]["args"] = ['"nodeName":"n3"', "nodeName"]
+    both = Both([waiting])
+    bound = copy.deepcopy(waiting)
+    bound["spec"]["nodeName"] = "n1"
+    read_fast = both.lines.memo.from_lines
+    both.send("MODIFIED", bound)
+    assert both.lines.memo.from_lines == read_fast + 1
+    (seen,) = both.fast._pods.values()
+    assert seen.node_name == "n1"

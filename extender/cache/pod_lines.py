@@ -29,7 +29,7 @@ CHANGES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _SEP = b"\0"
 
 
-class _Meta(Struct):
+class _Meta(Struct, gc=False):
     uid: str | None = None
     name: str | None = None
     namespace: str | None = None
@@ -41,11 +41,11 @@ class _Meta(Struct):
     ownerReferences: Raw = Raw()
 
 
-class _ContainerStatus(Struct):
+class _ContainerStatus(Struct, gc=False):
     restartCount: int = 0
 
 
-class Status(Struct):
+class Status(Struct, gc=False):
     """The status fields a pod's conversion reads (convert.pod_phase, pod_started,
     pod_restarts), as written: None when absent."""
 
@@ -65,13 +65,13 @@ class Status(Struct):
 _NO_STATUS = Status()
 
 
-class _Object(Struct):
+class _Object(Struct, gc=False):
     metadata: _Meta | None = None
     spec: Raw = Raw()
     status: Status | None = None
 
 
-class _Event(Struct):
+class _Event(Struct, gc=False):
     type: str
     object: _Object | None = None
 
@@ -85,9 +85,16 @@ class PodLine(Struct, gc=False):
     quick: int
     deleting: bool
     status: Status
+    pod: _Object | None = None  # for `bound`
+
+
+class _Binding(Struct, gc=False):
+    nodeName: str | None = None
 
 
 _events = msgspec.json.Decoder(_Event)
+_bindings = msgspec.json.Decoder(_Binding)
+_NODE_NAME = b'"nodeName":"'
 
 
 def read(line: bytes | str) -> PodLine | None:
@@ -103,12 +110,48 @@ def read(line: bytes | str) -> PodLine | None:
         return PodLine("BOOKMARK", meta.resourceVersion if meta else None, "", 0, False, _NO_STATUS)
     if event.type not in CHANGES or obj is None or meta is None or not meta.uid:
         return None
-    # The texts joined by a byte JSON never holds unescaped (absent: empty): one hash.
-    texts = _SEP.join((obj.spec, meta.labels, meta.annotations, meta.ownerReferences))
-    quick = hash((texts, meta.name, meta.namespace, meta.creationTimestamp))
+    quick = _quick(obj.spec, meta)
     deleting = meta.deletionTimestamp is not None
     status = obj.status or _NO_STATUS
-    return PodLine(event.type, meta.resourceVersion, meta.uid, quick, deleting, status)
+    return PodLine(event.type, meta.resourceVersion, meta.uid, quick, deleting, status, obj)
+
+
+def _quick(spec: bytes | Raw, meta: _Meta) -> int:
+    # The texts joined by a byte JSON never holds unescaped (absent: empty): one hash.
+    texts = _SEP.join((spec, meta.labels, meta.annotations, meta.ownerReferences))
+    return hash((texts, meta.name, meta.namespace, meta.creationTimestamp))
+
+
+def bound(line: PodLine) -> tuple[int, str] | None:
+    """(the quick fingerprint the line would have without its spec.nodeName, that node name), or
+    None when its spec names no node: how a pod's binding is recognised as the only change since
+    its last line, without parsing it in full. The member is cut from the text as the API server
+    writes it (a node name needs no escaping); the node is checked to be the spec's own
+    nodeName, so a fingerprint equal to that of the unbound text kept means exactly that member
+    was added."""
+    if line.pod is None or line.pod.metadata is None:
+        return None
+    spec = bytes(line.pod.spec)
+    at = spec.find(_NODE_NAME)
+    if at < 0:
+        return None
+    start = at + len(_NODE_NAME)
+    end = spec.find(b'"', start)
+    if end < 0:
+        return None
+    node = spec[start:end].decode()
+    try:
+        if not node or _bindings.decode(spec).nodeName != node:
+            return None
+    except (msgspec.MsgspecError, UnicodeDecodeError):
+        return None
+    if spec[end + 1 : end + 2] == b",":  # the member and the comma after it
+        cut = spec[:at] + spec[end + 2 :]
+    elif spec[at - 1 : at] == b",":  # the last member: the comma before it
+        cut = spec[: at - 1] + spec[end + 1 :]
+    else:  # the only member
+        cut = spec[:at] + spec[end + 1 :]
+    return _quick(cut, line.pod.metadata), node
 
 
 def quick_of_object(raw: Mapping[str, Any]) -> int | None:

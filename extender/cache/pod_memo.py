@@ -81,14 +81,21 @@ class PodMemo:
 
     def reuse(self, line: PodLine) -> PodInfo | None:
         """The pod of a watch line when its quick fingerprint is the one kept (its spec and the
-        metadata read are as last converted): brought up to date from the line's status and
-        deletion. None: convert the line's object in full (`convert`)."""
+        metadata read are as last converted), or that of the kept unbound pod with a nodeName
+        added (it was bound): brought up to date from the line's node, status and deletion.
+        None: convert the line's object in full (`convert`)."""
         seen = self._seen.get(line.uid)
-        if seen is None or seen[1] != line.quick:
+        if seen is None:
             return None
-        status = line.status
         fingerprint, quick, kept, old = seen
         node = kept[0]
+        if quick != line.quick:
+            # Not as kept; but a pod waiting for a node may just have been bound.
+            binding = pod_lines.bound(line) if node is None and quick is not None else None
+            if binding is None or binding[0] != quick:
+                return None
+            quick, node = line.quick, binding[1]
+        status = line.status
         raw_status = (node, line.deleting, status.phase, status.startTime, status.restarts())
         if raw_status != kept:
             try:  # (what did not change as written is taken from the pod as it is)
