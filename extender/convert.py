@@ -7,7 +7,7 @@ web layer can answer 400 and the cache can log and skip the object.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -223,9 +223,15 @@ def pod_restarts(status: Mapping[str, Any]) -> int:
     statuses = status.get("containerStatuses")
     if not isinstance(statuses, list):
         return 0
+    return restart_total(
+        entry.get("restartCount") if isinstance(entry, Mapping) else None for entry in statuses
+    )
+
+
+def restart_total(counts: Iterable[object]) -> int:
+    """The containers' `restartCount`s summed: what is no positive integer counts nothing."""
     total = 0
-    for entry in statuses:
-        count = entry.get("restartCount") if isinstance(entry, Mapping) else None
+    for count in counts:
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             total += count
     return total

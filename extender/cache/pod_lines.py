@@ -4,10 +4,13 @@ Parsing an event into Python dicts and lists costs more than everything else don
 most of what it builds is never read: managedFields, the status' conditions and container states,
 the spec of a pod already converted. So a line is first read against a schema of only what decides
 whether the pod changed for gangplank (msgspec skips the rest without building it): the event's
-type, the pod's uid, resourceVersion and deletionTimestamp, and, kept as the raw JSON text, the
-spec and the metadata gangplank reads. Those texts make a "quick" fingerprint; when it is the one
-the memo kept for the pod, only the few status fields gangplank reads are decoded (cache.pod_memo).
-Otherwise, or for anything this schema does not expect, the line is parsed in full as before.
+type, the pod's uid, resourceVersion and deletionTimestamp, the status fields gangplank reads
+(phase, startTime, restart counts), and, kept as the raw JSON text, the spec and the metadata
+gangplank reads. Those texts make a "quick" fingerprint; when it is the one the memo kept for the
+pod (or, for a binding, that of the kept unbound pod with the nodeName member cut), the pod is
+brought up to date from the status fields (cache.pod_memo). Otherwise, or for anything this
+schema does not expect (a field of another type: the full conversion then says what is wrong),
+the line is parsed in full as before.
 
 The fingerprint of a listed pod (no line: the list came as one page) is made from the parsed
 objects written out again by orjson, which writes JSON as the API server does (compact, fields in
@@ -23,6 +26,8 @@ from typing import Any
 import msgspec
 import orjson
 from msgspec import Raw, Struct
+
+from extender.convert import restart_total
 
 # What the fast reading handles; anything else (ERROR events first) goes to the full parse.
 CHANGES = frozenset({"ADDED", "MODIFIED", "DELETED"})
@@ -54,12 +59,9 @@ class Status(Struct, gc=False):
     containerStatuses: list[_ContainerStatus] | None = None
 
     def restarts(self) -> int:
-        """As convert.pod_restarts: restarts summed over the containers, negatives ignored."""
-        total = 0
-        for container in self.containerStatuses or ():
-            if container.restartCount > 0:
-                total += container.restartCount
-        return total
+        """As convert.pod_restarts: restarts summed over the containers."""
+        statuses = self.containerStatuses
+        return restart_total(c.restartCount for c in statuses) if statuses else 0
 
 
 _NO_STATUS = Status()
