@@ -99,7 +99,7 @@ class Metrics:
         )
         # Counted per watch event in a plain dict (a labelled Counter's lock and lookups cost
         # more than the rest of a status-only event) and exported at scrape time.
-        self._watch_events: dict[tuple[str, str], int] = {}
+        self._watch_events: dict[str, dict[str, int]] = {}
         r.register(_WatchEventCollector(self._watch_events))
         self.list_seconds = Gauge(
             "gangplank_cache_last_list_duration_seconds",
@@ -270,11 +270,9 @@ class Metrics:
     def relisted(self, kind: str, reason: str) -> None:
         self.relists.labels(kind).inc()
 
-    def event(self, kind: str, event_type: str) -> None:
-        # Once per watch event, by the one reflector thread of its kind: no lock needed.
-        counts = self._watch_events
-        key = (kind, event_type)
-        counts[key] = counts.get(key, 0) + 1
+    def event_counts(self, kind: str) -> dict[str, int]:
+        # Counted in by the one reflector thread of the kind, once per watch event: no lock.
+        return self._watch_events.setdefault(kind, {})
 
     def error(self, kind: str, reason: str) -> None:
         self.watch_errors.labels(kind, reason).inc()
@@ -291,7 +289,7 @@ class Metrics:
 
 
 class _WatchEventCollector(Collector):
-    def __init__(self, counts: dict[tuple[str, str], int]) -> None:
+    def __init__(self, counts: dict[str, dict[str, int]]) -> None:
         self._counts = counts
 
     def collect(self) -> Iterable[CounterMetricFamily]:
@@ -300,8 +298,9 @@ class _WatchEventCollector(Collector):
             "Watch events applied to the cache, by kind and type.",
             labels=["kind", "type"],
         )
-        for (kind, event_type), count in list(self._counts.items()):
-            family.add_metric([kind, event_type], count)
+        for kind, by_type in list(self._counts.items()):
+            for event_type, count in list(by_type.items()):
+                family.add_metric([kind, event_type], count)
         return [family]
 
 

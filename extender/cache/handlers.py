@@ -106,15 +106,18 @@ class PodHandler(KindHandler[PodInfo]):
             return None
         if event.type == "BOOKMARK":
             return event.type, event.version
-        pod = self.memo.reuse(event)
-        if pod is None:
+        reused = self.memo.reuse(event)
+        if reused is None:
             try:
                 obj = orjson.loads(line)["object"]
             except (orjson.JSONDecodeError, TypeError, KeyError):
                 return None
             pod = self._convert(obj, partial(self.memo.convert, quick=event.quick))
-        if pod is not None:
-            self._store(event.type, pod)
+            if pod is not None:
+                self._store(event.type, pod)
+        elif reused[1] or event.type == "DELETED":
+            self._store(event.type, reused[0])
+        # else: the very pod kept, which the store holds (most status-only events)
         return event.type, event.version
 
 

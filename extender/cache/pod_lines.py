@@ -5,8 +5,9 @@ most of what it builds is never read: managedFields, the status' conditions and 
 the spec of a pod already converted. So a line is first read against a schema of only what decides
 whether the pod changed for gangplank (msgspec skips the rest without building it): the event's
 type, the pod's uid, resourceVersion and deletionTimestamp, the status fields gangplank reads
-(phase, startTime, restart counts), and, kept as the raw JSON text, the spec and the metadata
-gangplank reads. Those texts make a "quick" fingerprint; when it is the one the memo kept for the
+(phase, startTime, restart counts), and, kept as the raw JSON text, the spec and the labels,
+annotations and ownerReferences. Those texts make a "quick" fingerprint (the name, namespace and
+creationTimestamp, read when the pod was first converted, never change for a uid); when it is the one the memo kept for the
 pod (or, for a binding, that of the kept unbound pod with the nodeName member cut), the pod is
 brought up to date from the status fields (cache.pod_memo). Otherwise, or for anything this
 schema does not expect (a field of another type: the full conversion then says what is wrong),
@@ -27,19 +28,16 @@ import msgspec
 import orjson
 from msgspec import Raw, Struct
 
-from extender.convert import restart_total
-
 # What the fast reading handles; anything else (ERROR events first) goes to the full parse.
 CHANGES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _SEP = b"\0"
 
 
 class _Meta(Struct, gc=False):
+    # name, namespace and creationTimestamp are read in full when the pod is first converted:
+    # like the uid, the API server never lets them change.
     uid: str | None = None
-    name: str | None = None
-    namespace: str | None = None
     resourceVersion: str | None = None
-    creationTimestamp: str | None = None
     deletionTimestamp: Any = None
     labels: Raw = Raw()
     annotations: Raw = Raw()
@@ -52,16 +50,12 @@ class _ContainerStatus(Struct, gc=False):
 
 class Status(Struct, gc=False):
     """The status fields a pod's conversion reads (convert.pod_phase, pod_started,
-    pod_restarts), as written: None when absent."""
+    pod_restarts), as written: None when absent. The restart counts are summed as
+    convert.pod_restarts sums them (convert.restart_total)."""
 
     phase: str | None = None
     startTime: str | None = None
     containerStatuses: list[_ContainerStatus] | None = None
-
-    def restarts(self) -> int:
-        """As convert.pod_restarts: restarts summed over the containers."""
-        statuses = self.containerStatuses
-        return restart_total(c.restartCount for c in statuses) if statuses else 0
 
 
 _NO_STATUS = Status()
@@ -120,8 +114,7 @@ def read(line: bytes | str) -> PodLine | None:
 
 def _quick(spec: bytes | Raw, meta: _Meta) -> int:
     # The texts joined by a byte JSON never holds unescaped (absent: empty): one hash.
-    texts = _SEP.join((spec, meta.labels, meta.annotations, meta.ownerReferences))
-    return hash((texts, meta.name, meta.namespace, meta.creationTimestamp))
+    return hash(_SEP.join((spec, meta.labels, meta.annotations, meta.ownerReferences)))
 
 
 def bound(line: PodLine) -> tuple[int, str] | None:
@@ -173,5 +166,4 @@ def quick_of_object(raw: Mapping[str, Any]) -> int | None:
         )
     except (orjson.JSONEncodeError, TypeError):
         return None
-    name, namespace = metadata.get("name"), metadata.get("namespace")
-    return hash((texts, name, namespace, metadata.get("creationTimestamp")))
+    return hash(texts)

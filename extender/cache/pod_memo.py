@@ -26,7 +26,14 @@ import orjson
 
 from extender.cache import pod_lines
 from extender.cache.pod_lines import PodLine
-from extender.convert import ConversionError, pod_from_api, pod_phase, pod_restarts, pod_started
+from extender.convert import (
+    ConversionError,
+    pod_from_api,
+    pod_phase,
+    pod_restarts,
+    pod_started,
+    restart_total,
+)
 from extender.core.model import PodInfo
 
 _RawStatus = tuple[str | None, bool, Any, Any, int]
@@ -41,8 +48,14 @@ class PodMemo:
 
     def __init__(self) -> None:
         self._seen: dict[str, _Seen] = {}
-        self.reused = 0  # events answered from the memo (for benchmarks and tests)
-        self.from_lines = 0  # of which read from their line alone, never parsed in full
+        self._reused_parsed = 0
+        self.from_lines = 0  # events answered from the memo, read from their line alone
+
+    @property
+    def reused(self) -> int:
+        """Events answered from the memo: parsed in full but not converted again, or read from
+        their line alone (for benchmarks and tests)."""
+        return self._reused_parsed + self.from_lines
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -66,7 +79,7 @@ class PodMemo:
         )
         seen = self._seen.get(uid)
         if seen is not None and seen[0] == fingerprint:
-            self.reused += 1
+            self._reused_parsed += 1
             old = seen[3]
             if seen[2] == raw_status:
                 pod = old
@@ -79,10 +92,11 @@ class PodMemo:
         self._seen[uid] = (fingerprint, quick, raw_status, pod)
         return pod
 
-    def reuse(self, line: PodLine) -> PodInfo | None:
-        """The pod of a watch line when its quick fingerprint is the one kept (its spec and the
-        metadata read are as last converted), or that of the kept unbound pod with a nodeName
-        added (it was bound): brought up to date from the line's node, status and deletion.
+    def reuse(self, line: PodLine) -> tuple[PodInfo, bool] | None:
+        """(the pod of a watch line, whether it changed) when its quick fingerprint is the one
+        kept (its spec and the metadata read are as last converted), or that of the kept unbound
+        pod with a nodeName added (it was bound): brought up to date from the line's node, status
+        and deletion. Unchanged, it is the very pod kept, which is the one the store holds.
         None: convert the line's object in full (`convert`)."""
         seen = self._seen.get(line.uid)
         if seen is None:
@@ -96,22 +110,25 @@ class PodMemo:
                 return None
             quick, node = line.quick, binding[1]
         status = line.status
-        raw_status = (node, line.deleting, status.phase, status.startTime, status.restarts())
-        if raw_status != kept:
-            try:  # (what did not change as written is taken from the pod as it is)
-                phase = old.phase if status.phase == kept[2] else pod_phase({"phase": status.phase})
-                started = (
-                    old.started
-                    if status.startTime == kept[3]
-                    else pod_started({"startTime": status.startTime})
-                )
-            except ConversionError:
-                return None
-            old = with_status(old, node, phase, started, raw_status[4], line.deleting)
-            self._seen[line.uid] = (fingerprint, quick, raw_status, old)
-        self.reused += 1
+        statuses = status.containerStatuses
+        restarts = restart_total(c.restartCount for c in statuses) if statuses else 0
+        raw_status = (node, line.deleting, status.phase, status.startTime, restarts)
         self.from_lines += 1
-        return old
+        if raw_status == kept:
+            return old, False
+        try:  # (what did not change as written is taken from the pod as it is)
+            phase = old.phase if status.phase == kept[2] else pod_phase({"phase": status.phase})
+            started = (
+                old.started
+                if status.startTime == kept[3]
+                else pod_started({"startTime": status.startTime})
+            )
+        except ConversionError:
+            self.from_lines -= 1
+            return None
+        pod = with_status(old, node, phase, started, restarts, line.deleting)
+        self._seen[line.uid] = (fingerprint, quick, raw_status, pod)
+        return pod, True
 
     def forget(self, pod: PodInfo) -> None:
         self._seen.pop(pod.uid, None)

@@ -21,7 +21,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -56,7 +56,10 @@ class WatchObserver(Protocol):
 
     def relisted(self, kind: str, reason: str) -> None: ...
 
-    def event(self, kind: str, event_type: str) -> None: ...
+    def event_counts(self, kind: str) -> MutableMapping[str, int]:
+        """Where the kind's reflector counts its watch events, by type (read at scrape time: a
+        plain dict costs less than a call per event)."""
+        ...
 
     def error(self, kind: str, reason: str) -> None: ...
 
@@ -68,8 +71,8 @@ class NullObserver:
     def relisted(self, kind: str, reason: str) -> None:
         pass
 
-    def event(self, kind: str, event_type: str) -> None:
-        pass
+    def event_counts(self, kind: str) -> MutableMapping[str, int]:
+        return {}
 
     def error(self, kind: str, reason: str) -> None:
         pass
@@ -123,6 +126,7 @@ class Reflector:
         self._list_call = list_call
         self._handler = handler
         self._observer: WatchObserver = observer or NullObserver()
+        self._event_counts = self._observer.event_counts(kind)
         self._page_size = page_size
         self._watch_timeout = watch_timeout
         self._read_timeout = read_timeout
@@ -300,7 +304,9 @@ class Reflector:
                 if self._stop.is_set():
                     return
                 self._handle_line(line)
-                if not count % YIELD_EVERY:
+                if count == 1:
+                    self._backoff.reset()  # the watch works (the attempt stays 0 until it fails)
+                elif not count % YIELD_EVERY:
                     # Under the gevent worker a busy stream never blocks on the socket, so it
                     # would never let the verbs run: give way now and then (with threads, a
                     # moment of the interpreter lock)
@@ -316,10 +322,10 @@ class Reflector:
         if done is not None:
             event_type, version = done
             self.last_contact = self._clock()
-            self._observer.event(self.kind, event_type)
+            counts = self._event_counts
+            counts[event_type] = counts.get(event_type, 0) + 1
             if version:
                 self.resource_version = version
-            self._backoff.reset()
             return
         event = orjson.loads(line)
         event_type = event.get("type")
@@ -331,12 +337,12 @@ class Reflector:
                 raise Gone()
             raise WatchError(f"ERROR event {code}: {obj.get('message', '')}")
         version = (obj.get("metadata") or {}).get("resourceVersion")
-        self._observer.event(self.kind, str(event_type))
+        counts = self._event_counts
+        counts[str(event_type)] = counts.get(str(event_type), 0) + 1
         if event_type != "BOOKMARK":
             self._handler.apply(str(event_type), obj)
         if version:
             self.resource_version = str(version)
-        self._backoff.reset()
 
 
 def event_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
