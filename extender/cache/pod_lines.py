@@ -7,11 +7,11 @@ whether the pod changed for gangplank (msgspec skips the rest without building i
 type, the pod's uid, resourceVersion and deletionTimestamp, the status fields gangplank reads
 (phase, startTime, restart counts), and, kept as the raw JSON text, the spec and the labels,
 annotations and ownerReferences. Those texts make a "quick" fingerprint (the name, namespace and
-creationTimestamp, read when the pod was first converted, never change for a uid); when it is the one the memo kept for the
-pod (or, for a binding, that of the kept unbound pod with the nodeName member cut), the pod is
-brought up to date from the status fields (cache.pod_memo). Otherwise, or for anything this
-schema does not expect (a field of another type: the full conversion then says what is wrong),
-the line is parsed in full as before.
+creationTimestamp, read when the pod was first converted, never change for a uid); when it is
+the one the memo kept for the pod (or, for a binding, that of the kept unbound pod with the
+nodeName member cut), the pod is brought up to date from the status fields (cache.pod_memo).
+Otherwise, or for anything this schema does not expect (a field of another type: the full
+conversion then says what is wrong), the line is parsed in full as before.
 
 The fingerprint of a listed pod (no line: the list came as one page) is made from the parsed
 objects written out again by orjson, which writes JSON as the API server does (compact, fields in
