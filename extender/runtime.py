@@ -179,8 +179,11 @@ class Runtime:
             snapshot = self.store.snapshot()
             self.scheduler.stale = stale
             refs = self.scheduler.kick_candidates(snapshot, self.clock())
-            # Evictions planned before the view went stale wait until it is fresh again.
-            evictions = [] if stale else self.scheduler.take_evictions()
+            # Evictions planned before the view went stale wait until it is fresh again, and so
+            # do they if the replica has learned, since this pass began, that its scheduler no
+            # longer leads (the last answer: no API call under the lock).
+            keep = stale or not self.leading()
+            evictions = [] if keep else self.scheduler.take_evictions()
             notices = self.scheduler.take_notices()
         self.carry_out(evictions)
         self._untold.append((notices, snapshot))

@@ -20,7 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
+from extender.binder import StoreBinder
+from extender.cache.store import ClusterStore
 from extender.core.policy import parse_policy
+from extender.metrics import Metrics
+from extender.runtime import Runtime
 from tests.builders import eviction, gang_pods, gpus, node, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
@@ -286,3 +290,43 @@ def test_a_replica_that_lost_the_lease_carries_out_no_eviction_it_had_planned(
         time.sleep(1.0)  # ten passes of a's kicker
         assert api.state.evictions == [], "a no longer leads: it evicts no one"
         assert bound(api, "low") == {"low": "n0"}
+
+
+class _LostDuringThePass:
+    """The pass begins as leader; the replica learns (another caller asked) right after that
+    its scheduler no longer leads: the moment the test above could hit on a loaded machine."""
+
+    def __init__(self) -> None:
+        self.known = True
+
+    def is_leader(self) -> bool:
+        answer, self.known = self.known, False
+        return answer
+
+    def last_known(self) -> bool:
+        return self.known
+
+
+class _Recorded:
+    def __init__(self) -> None:
+        self.evicted: list[str] = []
+
+    def evict(self, job: Any) -> str:
+        self.evicted.extend(e.name for e in job)
+        return "evicted"
+
+
+def test_an_eviction_planned_while_a_pass_ran_waits_if_the_lease_was_lost_meanwhile() -> None:
+    evictor = _Recorded()
+    runtime = Runtime(
+        ClusterStore(),
+        StoreBinder(),
+        Metrics(),
+        preloaded=True,
+        leadership=_LostDuringThePass(),
+        evictor=evictor,
+    )
+    runtime.scheduler.preemption.pending.append(eviction("low"))
+    runtime.kicker.run_once()  # began as leader; it knows better by the time it would evict
+    assert evictor.evicted == []
+    assert [e.name for e in runtime.scheduler.preemption.pending] == ["low"], "kept, not lost"
