@@ -47,4 +47,6 @@ class Worker(GeventWorker):  # type: ignore[misc]
 
     def _let_go(self) -> None:
         for waiting in list(self._waiting):
-            waiting.kill(block=False)
+            # StopIteration, which gunicorn takes as the connection closing (logged at debug);
+            # the default GreenletExit it writes to the log as an error with a traceback.
+            waiting.kill(StopIteration("stopping"), block=False)

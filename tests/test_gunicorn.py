@@ -192,6 +192,8 @@ def test_a_sigterm_does_not_wait_for_kube_scheduler_s_idle_kept_alive_connection
         took = time.monotonic() - asked
         assert took < 5, f"gangplank took {took:.1f} s to stop (the graceful timeout is 20 s)"
         idle.close()
+        output = served.output()
+        assert "Traceback" not in output and "Error handling request" not in output, output
 
 
 def test_a_connection_done_after_the_stop_began_is_closed_quietly_not_answered_an_error() -> None:
