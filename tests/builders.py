@@ -217,6 +217,15 @@ def gpus(n: int) -> dict[str, Any]:
     return {"nvidia.com/gpu": n}
 
 
+def nothing_to_preempt(queue: str, priority: int = 0) -> str:
+    """What a quota refusal adds when no job may be preempted for the job refused."""
+    return (
+        f"; nothing may be preempted for it: no job of queue {queue} runs at a priority below "
+        f"{priority} and may go (minRuntime, protected pods), and no queue borrows what it may "
+        "take back"
+    )
+
+
 def eviction(name: str, namespace: str = "default") -> Eviction:
     """An eviction of single pod `name`, as preemption plans one (for tests of who carries it
     out, and when)."""

@@ -182,3 +182,107 @@ def test_two_queues_reclaiming_from_each_other_settle_without_ping_pong(
         assert len(scheduler.bound("b-new")) == 3
         assert len(names(api, "a-run")) == 5
         assert 'outcome="evicted",queue="a",rule="reclaim"} 3.0' in extender.metrics()
+
+
+# ---- a queue at its max: the common setup (a team's max equals its share of the pool) ----
+
+
+def team_at_max(api: FakeApiServer) -> None:
+    """8 nodes of 8 GPUs; queue `team` (guarantee and max 64 GPUs) full with two priority-100
+    gangs of 4 x 8 GPUs."""
+    add_nodes(api, 8)
+    running_gang(api, "low-a", ["n0", "n1", "n2", "n3"], priority=100, labels={QUEUE: "team"})
+    running_gang(api, "low-b", ["n4", "n5", "n6", "n7"], priority=100, labels={QUEUE: "team"})
+
+
+def test_a_high_priority_gang_preempts_inside_its_own_queue_at_max(api: FakeApiServer) -> None:
+    team_at_max(api)
+    rules = parse_policy(policy_doc(queue("team", guarantee=gpus(64), max=gpus(64))))
+    with Extender(api, policy=rules) as extender:
+        scheduler = KubeScheduler(api, extender)
+        for member in gang_pods("urgent", 4, gpu=8, priority=10000, labels={QUEUE: "team"}):
+            api.put("pods", member)
+        scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("urgent")) == 4)
+        assert len(scheduler.bound("urgent")) == 4, (scheduler.reasons, api.state.evictions)
+        gone = {g for g in ("low-a", "low-b") if not names(api, g)}
+        kept = {g for g in ("low-a", "low-b") if len(names(api, g)) == 4}
+        assert len(gone) == 1 and len(kept) == 1, "one whole low gang evicted, the other untouched"
+        assert any(
+            m.startswith("evicted by gangplank: priority 10000 in queue team, for gang")
+            for m in wait_for_events(api, 2)
+        )
+
+
+def test_a_queue_at_max_in_a_larger_cluster_preempts_its_own_low_work_not_idle_nodes(
+    api: FakeApiServer,
+) -> None:
+    """The queue, not the cluster, is full: 8 more nodes are idle, yet the job may not use them
+    past its queue's max; a lower-priority job of its own queue makes room in the quota."""
+    team_at_max(api)
+    for i in range(8, 16):
+        api.put("nodes", node(f"n{i}", gpu=8, cpu="64"))
+    rules = parse_policy(policy_doc(queue("team", guarantee=gpus(64), max=gpus(64))))
+    with Extender(api, policy=rules) as extender:
+        scheduler = KubeScheduler(api, extender)
+        for member in gang_pods("urgent", 4, gpu=8, priority=10000, labels={QUEUE: "team"}):
+            api.put("pods", member)
+        scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("urgent")) == 4)
+        assert len(scheduler.bound("urgent")) == 4, (scheduler.reasons, api.state.evictions)
+        left = [g for g in ("low-a", "low-b") if len(names(api, g)) == 4]
+        assert len(left) == 1, "exactly one low gang went, whole"
+
+
+def test_a_parent_at_max_takes_back_what_a_sibling_borrowed(api: FakeApiServer) -> None:
+    """Parent `org` (max 64) is full: `research` runs 48 GPUs against a guarantee of 16; `prod`
+    (guarantee 32) asks for 16 in a cluster with room to spare. Only the parent's max stands in
+    the way, and research's borrowing is what the rules let prod take back."""
+    add_nodes(api, 12)
+    for i in range(3):
+        running_gang(
+            api, f"borrowed-{i}", [f"n{2 * i}", f"n{2 * i + 1}"], labels={QUEUE: "research"}
+        )
+    running_gang(api, "prod-run", ["n6", "n7"], labels={QUEUE: "prod"})
+    rules = parse_policy(
+        policy_doc(
+            queue("org", guarantee=gpus(64), max=gpus(64)),
+            queue("prod", parent="org", guarantee=gpus(32)),
+            queue("research", parent="org", guarantee=gpus(16)),
+        )
+    )
+    with Extender(api, policy=rules) as extender:
+        scheduler = KubeScheduler(api, extender)
+        for member in gang_pods("serve", 2, gpu=8, labels={QUEUE: "prod"}):
+            api.put("pods", member)
+        scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("serve")) == 2)
+        assert len(scheduler.bound("serve")) == 2, (scheduler.reasons, api.state.evictions)
+        left = [i for i in range(3) if names(api, f"borrowed-{i}")]
+        assert len(left) == 2, "one 2-pod research gang (16 GPUs) was enough"
+        assert all(len(names(api, f"borrowed-{i}")) == 2 for i in left), "no gang left in part"
+        assert len(names(api, "prod-run")) == 2, "prod's own running work is untouched"
+
+
+def test_a_queue_at_max_with_no_lower_priority_work_evicts_nothing_and_says_why(
+    api: FakeApiServer,
+) -> None:
+    team_at_max(api)
+    rules = parse_policy(policy_doc(queue("team", guarantee=gpus(64), max=gpus(64))))
+    with Extender(api, policy=rules) as extender:
+        scheduler = KubeScheduler(api, extender)
+        for member in gang_pods("same", 4, gpu=8, priority=100, labels={QUEUE: "team"}):
+            api.put("pods", member)
+        scheduler.settle(timeout=10)
+        assert not scheduler.bound("same")
+        assert [e for e in api.state.evictions if not e[2]] == [], "nothing evicted"
+        # kube-scheduler finds no lower-priority pod and never asks: gangplank's own pass tells.
+        deadline = time.monotonic() + 15
+        while "of max" not in str(said := extender.get("/why?pod=default/same-0")):
+            assert time.monotonic() < deadline, said
+            time.sleep(0.1)
+        held = [m for m in wait_for_events(api, 1) if "of max" in m]
+        for told in (str(said), *held):
+            assert "queue team: nvidia.com/gpu 64 of max 64 in use, gang default/same needs 32" in (
+                told
+            )
+            assert "no job of queue team runs at a priority below 100" in told
+        assert held, "a QueueHeld Event on the gang"
+        assert [e for e in api.state.evictions if not e[2]] == [], "nothing evicted"

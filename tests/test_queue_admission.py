@@ -5,13 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from extender.convert import pod_from_api
+from extender.core.admission import check_quota
 from extender.core.coordinator import Coordinator
 from extender.core.filter import FilterResult
 from extender.core.policy import parse_policy
-from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
+from tests.builders import (
+    gang_pods,
+    gpus,
+    node,
+    nothing_to_preempt,
+    pod,
+    policy_doc,
+    queue,
+)
 from tests.cluster import Cluster
 
 QUEUE = "gangplank.io/queue"
+AN_HOUR_IN = 1_796_122_800.0  # 2026-12-01T11:00Z: an hour after the builders' pods were created
 
 
 def in_queue(name: str, q: str | None, *, gpu: int = 1, **kwargs: Any) -> dict[str, Any]:
@@ -55,9 +65,9 @@ def test_a_queue_at_its_max_fails_every_node_saying_how_much_is_in_use_and_neede
     co = coordinator(queue("research", max=gpus(32)))
     result = decide(co, c, in_queue("more", "research", gpu=4))
     assert set(result.unresolvable) == {"n0", "n1", "n2", "n3", "n4"}, "unresolvable: no preemption"
-    assert (
-        reason(result)
-        == "queue research: nvidia.com/gpu 30 of max 32 in use, pod default/more needs 4"
+    assert reason(result) == (
+        "queue research: nvidia.com/gpu 30 of max 32 in use, pod default/more needs 4"
+        + nothing_to_preempt("research")
     )
     assert decide(co, c, in_queue("fits", "research", gpu=2)).passed
 
@@ -69,6 +79,7 @@ def test_a_parent_max_holds_its_children_together() -> None:
     )
     assert reason(decide(co, c, in_queue("x", "vision"))) == (
         "queue vision: parent queue ml: nvidia.com/gpu 16 of max 16 in use, pod default/x needs 1"
+        + nothing_to_preempt("vision")
     )
 
 
@@ -121,6 +132,7 @@ def test_borrowing_stops_when_the_lender_has_work_waiting() -> None:
     assert reason(decide(co, c, in_queue("more", "a", gpu=8))) == (
         "queue a: pod default/more needs 8 nvidia.com/gpu beyond its guarantee (16 of 8 in use); "
         "16 are idle but 16 of them are guaranteed to queues with work waiting (b 16)"
+        + nothing_to_preempt("a")
     )
     assert decide(co, c, in_queue("b-job", "b", gpu=8)).passed, "the lender's own work goes"
 
@@ -173,6 +185,7 @@ def test_a_4_pod_gang_is_never_admitted_in_part_by_quota() -> None:
     for member in members:
         assert reason(decide(co, c, member)) == (
             "queue q: nvidia.com/gpu 6 of max 8 in use, gang default/train needs 4"
+            + nothing_to_preempt("q")
         )
     assert co.gangs.reserved_pods() == 0
     c.delete("pods", blocker)
@@ -187,6 +200,7 @@ def test_a_planned_gang_counts_against_its_queue_before_it_binds() -> None:
     assert decide(co, c, members[0]).passed
     assert reason(decide(co, c, in_queue("other", "q", gpu=8))) == (
         "queue q: nvidia.com/gpu 16 of max 20 in use, pod default/other needs 8"
+        + nothing_to_preempt("q")
     )
     assert decide(co, c, members[1]).passed, "a planned member passes: its quota is reserved"
 
@@ -236,3 +250,47 @@ def test_usage_counts_gpus_cpu_memory_and_what_the_policy_names() -> None:
         "memory": 2**30,
         "example.com/fpga": 2,
     }
+
+
+# ---- a queue at its max: victims' usage counts before they leave ----
+
+
+def test_a_higher_priority_pod_in_a_queue_at_max_plans_on_its_own_queues_lower_work() -> None:
+    """4 nodes of 8 GPUs: the team's four priority-100 pods fill its max of 32 and the cluster;
+    a priority-1000 pod of the team gets a plan that evicts exactly one of them."""
+    c = cluster(*(running(f"low{i}", "team", 8, f"n{i}", priority=100) for i in range(4)))
+    co = coordinator(queue("team", max=gpus(32)))
+    result = decide(co, c, in_queue("urgent", "team", gpu=8, priority=1000), now=AN_HOUR_IN)
+    assert "waiting for 1 preempted pod to leave" in reason(result)
+    evicted = co.take_evictions()
+    assert [e.name for e in evicted] in (["low0"], ["low1"], ["low2"], ["low3"])
+    assert evicted[0].rule == "priority" and evicted[0].queue == "team"
+
+
+def test_victims_in_a_queue_at_max_may_run_on_nodes_the_job_cannot_use() -> None:
+    """The queue, not the cluster, is full: the pod may only go on n4 (its node selector), its
+    queue's lower-priority pod runs on n0; evicting it makes room in the quota, not on n4."""
+    c = cluster(running("low", "team", 8, "n0", priority=100), nodes=5)
+    picky = in_queue("urgent", "team", gpu=8, priority=1000)
+    picky["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n4"}
+    co = coordinator(queue("team", max=gpus(8)))
+    result = decide(co, c, picky, now=AN_HOUR_IN)
+    assert "planned on node n4, waiting for 1 preempted pod to leave" in reason(result)
+    assert [e.name for e in co.take_evictions()] == ["low"]
+
+
+def test_freed_usage_lowers_a_queue_and_every_ancestor() -> None:
+    """check_quota with `freed`: a child's victims free room under its parent's max too."""
+    c = cluster(running("a", "vision", 8, "n0"), running("b", "nlp", 8, "n1"))
+    co = coordinator(
+        queue("ml", max=gpus(16)), queue("vision", parent="ml"), queue("nlp", parent="ml")
+    )
+    book = co.book_for(c.snap())
+    ask = {"nvidia.com/gpu": 8}
+    assert not check_quota(book, "vision", ask, "pod default/x").ok
+    assert check_quota(book, "vision", ask, "pod default/x", {"nlp": ask}).ok
+    assert check_quota(book, "vision", ask, "pod default/x", {"vision": ask}).ok
+    half = {"nvidia.com/gpu": 4}
+    assert check_quota(book, "vision", ask, "pod default/x", {"nlp": half}).reason == (
+        "queue vision: parent queue ml: nvidia.com/gpu 12 of max 16 in use, pod default/x needs 8"
+    )

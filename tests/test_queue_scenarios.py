@@ -11,7 +11,15 @@ from typing import Any
 import yaml
 
 from extender.core.policy import parse_policy
-from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
+from tests.builders import (
+    gang_pods,
+    gpus,
+    node,
+    nothing_to_preempt,
+    pod,
+    policy_doc,
+    queue,
+)
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
 
@@ -54,6 +62,7 @@ def test_a_queue_at_its_max_gets_nothing_more_while_another_queues_work_proceeds
         assert set(scheduler.bound()) == {"a1", "b1", "b2"}
         assert scheduler.reasons["default/a2"] == (
             "queue a: nvidia.com/gpu 8 of max 8 in use, pod default/a2 needs 8"
+            + nothing_to_preempt("a")
         )
         metrics = extender.metrics()
         assert 'gangplank_queue_rejections_total{queue="a",reason="max"}' in metrics
@@ -82,6 +91,7 @@ def test_a_queue_borrows_idle_gpus_and_stops_when_the_lender_has_work_waiting(
         assert scheduler.reasons["default/a3"] == (
             "queue a: pod default/a3 needs 8 nvidia.com/gpu beyond its guarantee (24 of 8 in "
             "use); 8 are idle but 16 of them are guaranteed to queues with work waiting (b 16)"
+            + nothing_to_preempt("a")
         )
         api.delete("pods", "default", "a0")
         scheduler.settle()
@@ -185,6 +195,7 @@ def test_a_4_pod_gang_is_never_admitted_in_part_by_quota(api: FakeApiServer) -> 
         assert extender.runtime.gangs.reserved_pods() == 0
         assert scheduler.reasons["default/train-0"] == (
             "queue q: nvidia.com/gpu 6 of max 8 in use, gang default/train needs 4"
+            + nothing_to_preempt("q")
         )
         finish(api, "busy")
         scheduler.settle(timeout=20, until=lambda: len(scheduler.bound("train")) == 4)

@@ -8,6 +8,10 @@ A job (a gang whole, a pod alone) is admitted when
   Within a parent's guarantee only the siblings' claims count; beyond it, the parent's siblings'
   too, and so on up the tree.
 The reason of a refusal names the queue, the resource and the amounts.
+
+A job that may preempt is admitted against the book as it will be once its planned victims are
+gone: `freed` (by each victim's queue) lowers the use of that queue and of every ancestor, and
+adds to what is idle.
 """
 
 from __future__ import annotations
@@ -52,8 +56,22 @@ def check_state(policy: Policy, queue: str) -> Verdict:
     return ADMITTED
 
 
-def check_quota(book: QueueBook, queue: str, request: Mapping[str, int], job: str) -> Verdict:
+def check_quota(
+    book: QueueBook,
+    queue: str,
+    request: Mapping[str, int],
+    job: str,
+    freed: Mapping[str, Mapping[str, int]] | None = None,
+) -> Verdict:
+    """The quota verdict on `job` asking `request` in `queue`; `freed`: what victims planned to
+    leave free, by their queue (see the module's docstring)."""
     policy = book.policy
+    less = _up_the_tree(book, freed) if freed else {}
+    nothing: Mapping[str, int] = {}
+
+    def used_of(name: str, resource: str) -> int:
+        return book.state[name].used.get(resource, 0) - less.get(name, nothing).get(resource, 0)
+
     wanted = sorted(
         ((k, v) for k, v in request.items() if k in book.governed and v > 0),
         key=lambda item: _order(item[0]),
@@ -61,14 +79,13 @@ def check_quota(book: QueueBook, queue: str, request: Mapping[str, int], job: st
     path = policy.path(queue)
     for name in path:
         limits = policy.queues[name].max
-        used = book.state[name].used
         for resource, need in wanted:
             cap = limits.get(resource)
-            if cap is not None and used.get(resource, 0) + need > cap:
+            if cap is not None and used_of(name, resource) + need > cap:
                 who = f"queue {queue}" if name == queue else f"queue {queue}: parent queue {name}"
                 return Verdict(
                     False,
-                    f"{who}: {resource} {format_amount(resource, used.get(resource, 0))} of max "
+                    f"{who}: {resource} {format_amount(resource, used_of(name, resource))} of max "
                     f"{format_amount(resource, cap)} in use, {job} needs "
                     f"{format_amount(resource, need)}",
                     "max",
@@ -79,7 +96,7 @@ def check_quota(book: QueueBook, queue: str, request: Mapping[str, int], job: st
         borrowing = False
         for name in path:
             guarantee = book.guarantee[name].get(resource, 0)
-            if book.state[name].used.get(resource, 0) + need <= guarantee:
+            if used_of(name, resource) + need <= guarantee:
                 break
             borrowing = True
             for sibling in policy.children.get(policy.queues[name].parent, ()):
@@ -89,10 +106,10 @@ def check_quota(book: QueueBook, queue: str, request: Mapping[str, int], job: st
                     claims.append(f"{sibling} {format_amount(resource, owed)}")
         if not borrowing or protected <= 0:
             continue
-        idle = book.idle.get(resource, 0)
+        idle = book.idle.get(resource, 0) + sum(a.get(resource, 0) for a in (freed or {}).values())
         if idle - need < protected:
             own = book.guarantee[queue].get(resource, 0)
-            in_use = book.state[queue].used.get(resource, 0)
+            in_use = used_of(queue, resource)
             return Verdict(
                 False,
                 f"queue {queue}: {job} needs {format_amount(resource, need)} {resource} beyond "
@@ -104,3 +121,18 @@ def check_quota(book: QueueBook, queue: str, request: Mapping[str, int], job: st
                 "borrow",
             )
     return ADMITTED
+
+
+def _up_the_tree(
+    book: QueueBook, freed: Mapping[str, Mapping[str, int]]
+) -> dict[str, dict[str, int]]:
+    """What `freed` (by queue) frees in each queue and every one of its ancestors."""
+    out: dict[str, dict[str, int]] = {}
+    for queue, amounts in freed.items():
+        if queue not in book.state:
+            continue
+        for name in book.policy.path(queue):
+            into = out.setdefault(name, {})
+            for resource, amount in amounts.items():
+                into[resource] = into.get(resource, 0) + amount
+    return out

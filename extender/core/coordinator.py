@@ -32,6 +32,7 @@ from extender.core.preempt import Victims
 from extender.core.preemption import Eviction, Preemption
 from extender.core.prioritize import NodeScores
 from extender.core.queues import QueueBook, WaitingJob
+from extender.core.quota_room import QUOTA_RULES
 from extender.core.resources import total
 from extender.core.scoring import PlacementScorer, ScoreWeights
 from extender.core.topology import DEFAULT_TOPOLOGY
@@ -99,8 +100,10 @@ class Coordinator:
         self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
         # Jobs preemption found no victims for, on which state, until when: retries on the same
         # capacity skip the search (victims also become eligible with time: minRuntime).
-        self._no_victims: dict[str, tuple[tuple[object, ...], float]] = {}
+        self._no_victims: dict[str, tuple[tuple[object, ...], float, str]] = {}
         self._no_victims_prune_at = 256
+        # Pods refused by quota whose job then got a preemption plan: retried at the next pass.
+        self._planned_refused: dict[str, tuple[str, str]] = {}
         self.set_policy(policy)
 
     # ---- policy ------------------------------------------
@@ -167,7 +170,10 @@ class Coordinator:
         if verdict is None:  # an invalid or incomplete gang: the gang scheduler says why
             return self._place(snapshot, key, pod, names, now)
         if not verdict.ok:
-            return self._refuse(key, pod, names, queue, verdict.rule, verdict.reason, now)
+            missing = self._preempt_past_quota(snapshot, key, pod, queue, verdict, now)
+            if missing is not None:
+                reason = f"{verdict.reason}; {missing}" if missing else verdict.reason
+                return self._refuse(key, pod, names, queue, verdict.rule, reason, now)
         self.refused.pop(key, None)
         result = self._place(snapshot, key, pod, names, now, queue)
         if result.passed:
@@ -199,7 +205,9 @@ class Coordinator:
             self.stale_waiting[pod.uid] = (pod.namespace, pod.name)
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
-    def _remember_no_victims(self, key: str, state: tuple[object, ...], now: float) -> None:
+    def _remember_no_victims(
+        self, key: str, state: tuple[object, ...], now: float, why: str = ""
+    ) -> None:
         """Remember a fruitless search for victims for NO_VICTIMS_SECONDS; what has lapsed is
         dropped whenever the memory has doubled since it was last looked through."""
         if len(self._no_victims) >= self._no_victims_prune_at:
@@ -207,7 +215,7 @@ class Coordinator:
             if len(self._no_victims) >= NO_VICTIMS_LIMIT:
                 self._no_victims.clear()
             self._no_victims_prune_at = max(256, 2 * len(self._no_victims))
-        self._no_victims[key] = (state, now + NO_VICTIMS_SECONDS)
+        self._no_victims[key] = (state, now + NO_VICTIMS_SECONDS, why)
 
     def queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
         """(the pod's queue, or None: not queued; why it may not use it, or ""). Needs a policy."""
@@ -242,6 +250,41 @@ class Coordinator:
         if verdict.ok:
             verdict = check_quota(self._book(snapshot), queue, request, job_name(key))
         return verdict
+
+    def _preempt_past_quota(
+        self, snapshot: Snapshot, key: str, pod: PodInfo, queue: str, verdict: Verdict, now: float
+    ) -> str | None:
+        """A job its queue's quota refuses may take the place of work the rules let it preempt
+        (`quota_room`): None when a plan was made (victims are leaving for it); else why not
+        ("" when preemption has no say: the queue is closed, the view stale)."""
+        if verdict.rule not in QUOTA_RULES or self.stale or key in self.gangs.plans:
+            return ""
+        assert self.policy is not None
+        book = self._book(snapshot)
+        state = ("quota", id(book), book.version, snapshot.origin, snapshot.capacity_generation)
+        tried = self._no_victims.get(key)
+        if tried is not None and tried[0] == state and now < tried[1]:
+            return tried[2]
+        pods: Sequence[PodInfo] = (pod,)
+        needed = 1
+        if not key.startswith("pod:"):
+            gang = resolve_gang(snapshot, key, asking=pod)
+            if not gang.ready:
+                return ""
+            pods, needed = gang.pending, gang.needed
+        evicted, why = self.preemption.plan_past_quota(
+            snapshot, key, pods, needed, queue, now, self.policy, book
+        )
+        if evicted:
+            self._no_victims.pop(key, None)
+            self.plan_queues[key] = queue
+            entry = self.refused.pop(key, None)
+            if entry is not None:  # its other members were parked by the refusal: retry them
+                self._planned_refused.update(entry.pods)
+            return None
+        if self.preemption.budget_left(self.policy, now) > 0:
+            self._remember_no_victims(key, state, now, why)
+        return why
 
     def _lacks_room(self, key: str, pod: PodInfo) -> bool:
         """Whether the gang scheduler just refused the pod's gang for want of room."""
@@ -300,14 +343,20 @@ class Coordinator:
         reason: str,
         now: float,
     ) -> FilterResult:
+        self._hold_back(key, pod, queue, rule, reason, now)
+        self.outcomes.refused[(queue, rule)] += 1
+        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
+
+    def _hold_back(
+        self, key: str, pod: PodInfo, queue: str, rule: str, reason: str, now: float
+    ) -> None:
+        """Remember that `pod`'s job is refused (to nudge it once it may go) and tell why."""
         entry = self.refused.get(key)
         if entry is None or entry.rule != rule:
             entry = self.refused[key] = Refused(queue, rule, now)
             self.gangs.notices.queue_held(key, reason, pod)
         entry.pods[pod.uid] = (pod.namespace, pod.name)
         self.reasons[key] = (reason, now)
-        self.outcomes.refused[(queue, rule)] += 1
-        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
     # ---- the other verbs ------------------------------------------
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
@@ -354,8 +403,15 @@ class Coordinator:
                 return {}
             if queue is not None and not planned:
                 verdict = self._admit(snapshot, key, pod, queue)
-                if verdict is None or not verdict.ok:
-                    return {}  # its queue would not admit it: no one is evicted for it
+                if verdict is None:
+                    return {}
+                if not verdict.ok:
+                    missing = self._preempt_past_quota(snapshot, key, pod, queue, verdict, now)
+                    if missing is not None:  # its queue would not admit it: no one is evicted
+                        reason = f"{verdict.reason}; {missing}" if missing else verdict.reason
+                        self._refuse(key, pod, (), queue, verdict.rule, reason, now)
+                        return {}
+                    planned = True  # victims chosen so that its queue admits it
         if not planned and not key.startswith("pod:"):
             gang = resolve_gang(snapshot, key, asking=pod)
             if not gang.ready:
@@ -373,12 +429,30 @@ class Coordinator:
 
     def _reclaim_pass(self, snapshot: Snapshot, book: QueueBook, now: float) -> None:
         """The first jobs of the fair line that their queue admits but that do not fit (pods
-        kube-scheduler never sends: no node has room) may preempt or reclaim."""
+        kube-scheduler never sends: no node has room) may preempt or reclaim; those their
+        queue's quota refuses may take the place of work the rules let them preempt."""
         if now - self._reclaimed_at < self.gangs.config.kick_interval_seconds:
             return
         self._reclaimed_at = now
-        for job in itertools.islice(self.admissible(book), RECLAIM_TRIES):
+        assert self.policy is not None
+        tried = 0
+        for job in self._line(book):
+            if tried >= RECLAIM_TRIES:
+                return
             pending = sorted(job.pods, key=lambda p: (p.created, p.name))
+            verdict = check_quota(book, job.queue, job.requests, job.name)
+            if not verdict.ok:
+                if verdict.rule in QUOTA_RULES and check_state(self.policy, job.queue).ok:
+                    tried += 1
+                    missing = self._preempt_past_quota(
+                        snapshot, job.key, pending[0], job.queue, verdict, now
+                    )
+                    if missing is not None:
+                        reason = f"{verdict.reason}; {missing}" if missing else verdict.reason
+                        for pod in pending:
+                            self._hold_back(job.key, pod, job.queue, verdict.rule, reason, now)
+                continue
+            tried += 1
             needed = len(pending)
             if not job.key.startswith("pod:"):
                 gang = resolve_gang(snapshot, job.key)
@@ -397,16 +471,16 @@ class Coordinator:
             )
 
     # ---- the line, holds and nudges ------------------------------------------
+    def _line(self, book: QueueBook) -> Iterator[WaitingJob]:
+        """The first HEAD_TRIES waiting jobs in fair order, those with a plan left out."""
+        assert self.policy is not None
+        for job in itertools.islice(fair_order(book), HEAD_TRIES):
+            if job.key not in self.gangs.plans:
+                yield job
+
     def admissible(self, book: QueueBook) -> Iterator[WaitingJob]:
         """Waiting jobs in fair order that their queue's quota admits now."""
-        assert self.policy is not None
-        tries = 0
-        for job in fair_order(book):
-            if tries >= HEAD_TRIES:
-                return
-            tries += 1
-            if job.key in self.gangs.plans:
-                continue
+        for job in self._line(book):
             if check_quota(book, job.queue, job.requests, job.name).ok:
                 yield job
 
@@ -418,6 +492,9 @@ class Coordinator:
         if self.stale_waiting and not self.stale:  # fresh again: what waited for it goes on
             refs += self.stale_waiting.values()
             self.stale_waiting = {}
+        if self._planned_refused:
+            refs += self._planned_refused.values()
+            self._planned_refused = {}
         if self.policy is None:
             return refs
         book = self._book(snapshot)

@@ -32,7 +32,8 @@ from extender.core.policy import Policy, PreemptionRules
 from extender.core.preempt import Victims
 from extender.core.quantity import format_amount
 from extender.core.queues import QueueBook
-from extender.core.resources import GPU
+from extender.core.quota_room import admits_once_gone, no_victims_reason
+from extender.core.resources import GPU, total
 from extender.core.victims import (
     Planner,
     PreemptionPlan,
@@ -97,7 +98,8 @@ class Preemption:
     def rules_of(policy: Policy | None) -> RulesOf:
         return policy.rules if policy is not None else _default_rules
 
-    def _budget(self, policy: Policy | None, now: float) -> int:
+    def budget_left(self, policy: Policy | None, now: float) -> int:
+        """How many more jobs may be evicted this minute."""
         while self.recent and self.recent[0] < now - 60.0:
             self.recent.popleft()
         rate = policy.evictions_per_minute if policy is not None else NO_POLICY_RATE
@@ -133,9 +135,45 @@ class Preemption:
     ) -> int:
         """Plan job `key` (its pending `pods`, `needed` of them) on what victims would free;
         returns how many jobs it evicts (0: no plan, nothing evicted)."""
-        budget = self._budget(policy, now)
+        return self._plan(snapshot, key, pods, needed, queue, now, policy, book)[0]
+
+    def plan_past_quota(
+        self,
+        snapshot: Snapshot,
+        key: str,
+        pods: Sequence[PodInfo],
+        needed: int,
+        queue: str,
+        now: float,
+        policy: Policy,
+        book: QueueBook,
+    ) -> tuple[int, str]:
+        """Plan job `key`, which `queue`'s quota refuses (the queue or an ancestor at its max),
+        on victims whose going makes room in the quota as well as on the nodes: (jobs evicted,
+        why none when 0)."""
+        evicted, found = self._plan(snapshot, key, pods, needed, queue, now, policy, book, True)
+        if evicted:
+            return evicted, ""
+        priority = max((p.priority for p in pods), default=0)
+        return 0, no_victims_reason(queue, priority, found, self.budget_left(policy, now))
+
+    def _plan(
+        self,
+        snapshot: Snapshot,
+        key: str,
+        pods: Sequence[PodInfo],
+        needed: int,
+        queue: str | None,
+        now: float,
+        policy: Policy | None,
+        book: QueueBook | None,
+        past_quota: bool = False,
+    ) -> tuple[int, int]:
+        """(jobs evicted, candidates looked at). `past_quota`: the queue's quota must admit the
+        job once its victims are gone, and victims are looked for in the whole queue."""
+        budget = self.budget_left(policy, now)
         if budget <= 0 or not pods or key in self.gangs.plans:
-            return 0
+            return 0, 0
         rules_of = self.rules_of(policy)
         self.spared = {uid: until for uid, until in self.spared.items() if until > now}
         leaving = {uid for plan in self.gangs.plans.values() for uid in plan.victims}
@@ -149,6 +187,12 @@ class Preemption:
         # they are); the node objects only when there are candidates to try.
         holding = could_hold(snapshot, pods)
         planner = self._planner(snapshot, key)
+        request = total(p.requests for p in pods)
+        admits = None
+        if past_quota and book is not None and queue is not None:
+            admits = admits_once_gone(book, queue, request, job_name(key))
+        scanned = None if admits is not None else holding  # a full queue is full anywhere
+        looked_at = 0
         # A GPU job is made room for by jobs that hold GPUs: evicting CPU pods from a GPU node
         # frees no GPU (and CPU jobs, by the same rule, are made room for by CPU holders).
         scarce = GPU if any(p.requests.get(GPU, 0) for p in pods) else "cpu"
@@ -158,11 +202,15 @@ class Preemption:
 
         def try_victims(candidates: list[RunningJob]) -> PreemptionPlan | None:
             """The fewest of `candidates` (jobs broken already first) that make room."""
+            nonlocal looked_at
             candidates = broken_first(candidates, partial(self._runs_short, snapshot))
+            looked_at += len(candidates)
             if not candidates:
                 return None
             placeable = placeable_nodes(holding, snapshot)
-            return find_victims(snapshot, pods, needed, free, candidates, now, placeable, planner)
+            return find_victims(
+                snapshot, pods, needed, free, candidates, now, placeable, planner, admits
+            )
 
         if (queue is None or rules_of(queue).within_queue) and _runs_lower(
             snapshot, book, queue, priority
@@ -176,14 +224,10 @@ class Preemption:
                     and queue_of(p) == queue
                     and p.requests.get(scarce, 0) > 0
                 ),
-                holding,
+                scanned,
             )
             found = try_victims(priority_candidates(lower, queue, priority, rules_of, now))
         if found is None and queue is not None and book is not None:
-            request: dict[str, int] = {}
-            for pod in pods:
-                for name, amount in pod.requests.items():
-                    request[name] = request.get(name, 0) + amount
             # A queue in the tree borrows if any ancestor outside `queue`'s path does.
             lenders = {q for q in book.policy.queues if q != queue and book.borrowed(q)}
             borrowing = {
@@ -201,7 +245,7 @@ class Preemption:
                         and queue_of(p) in borrowing
                         and p.requests.get(scarce, 0) > 0
                     ),
-                    holding,
+                    scanned,
                 )
                 mine = set(book.policy.path(queue))
 
@@ -216,7 +260,7 @@ class Preemption:
                     )
                 )
         if found is None or len(found.victims) > budget:
-            return 0
+            return 0, looked_at
         grace = max((rules_of(v.queue).grace_seconds or 30 for v in found.victims), default=30)
         self.gangs.install_plan(
             key,
@@ -230,7 +274,7 @@ class Preemption:
         created = min(p.created for p in pods)
         self.outcomes.waits_before.append(max(0.0, now - created))
         self._queue_evictions(found.victims, key, pods, queue, rule, rules_of, book, now)
-        return len(found.victims)
+        return len(found.victims), looked_at
 
     def _runs_short(self, snapshot: Snapshot, job: RunningJob) -> bool:
         """A gang running fewer members than it needs, with no plan of gangplank's to complete

@@ -180,11 +180,14 @@ def find_victims(
     now: float,
     placeable: Mapping[str, NodeInfo] | None = None,
     planner: Planner = plan_gang,
+    admits: Callable[[Sequence[RunningJob]], bool] | None = None,
 ) -> PreemptionPlan | None:
     """The fewest `candidates` (in the order given: the rule's preference) whose eviction lets
     `needed` of `pods` be placed; None when even all of them would not make room, or when the
     pods fit without evicting anyone. `planner` places the job on a trial view (a gang with a
-    required topology is planned by `domains.plan_in_topology`)."""
+    required topology is planned by `domains.plan_in_topology`). `admits`: whether the job's
+    queues admit it once the victims chosen are gone (a queue at its max is made room in by
+    victims anywhere in it, not only on the nodes the job may use)."""
     if not pods:
         return None
     if placeable is None:
@@ -192,7 +195,10 @@ def find_victims(
     smallest = min(pods, key=lambda p: sum(p.requests.values())).requests
     base = {name: free_of(node) for name, node in placeable.items()}
     roomy = {name for name, room in base.items() if how_many_fit(smallest, room)}
-    useful = [c for c in candidates if any(node in placeable for node in c.freed)]
+    if admits is None:
+        useful = [c for c in candidates if any(node in placeable for node in c.freed)]
+    else:
+        useful = list(candidates)
 
     def freed_by(chosen: Sequence[RunningJob]) -> dict[str, dict[str, int]]:
         freed: dict[str, dict[str, int]] = {}
@@ -215,6 +221,8 @@ def find_victims(
         return total
 
     def attempt(chosen: Sequence[RunningJob]) -> dict[str, str] | None:
+        if admits is not None and not admits(chosen):
+            return None
         freed = freed_by(chosen)
         if fit_count(freed) < needed:
             return None
