@@ -13,7 +13,7 @@ the ten cheapest costs.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 
 from extender.core.model import Snapshot
@@ -32,6 +32,16 @@ def rank(costs: Sequence[float]) -> dict[float, int]:
     distinct = set(costs)
     distinct.discard(NO_FIT)
     return {c: MAX_SCORE - i for i, c in enumerate(sorted(distinct)[:MAX_SCORE])}
+
+
+def every_node_sent(names: Sequence[str], node_states: Mapping[str, int]) -> bool:
+    """Whether `names` are the nodes the cache knows (`Snapshot.node_states`), each once, in any
+    order: only then may the scores of every node answer (kube-scheduler takes scores for the
+    nodes it sent, and nothing else). Decided by the names, not their count: while nodes come and
+    go, kube-scheduler may send as many nodes as the cache holds but not the same ones (a node
+    replaced by another that one side has not seen yet). Equal sizes and equal sets also rule
+    out a name sent twice. One set of the names: about 0.2 ms for 5,000 (hashing each once)."""
+    return len(names) == len(node_states) and node_states.keys() == set(names)
 
 
 def node_costs(sids: Sequence[int], costs_of: Costs) -> list[float]:
@@ -63,6 +73,8 @@ class EveryNode:
         ids = snapshot.node_states
         behind = snapshot.states_version - self.version
         changes = snapshot.state_changes
+        # (Counting nodes is only a shortcut: a node that came or went, even in place of
+        # another, leaves a version with no entry, and a node not in `index` starts over too.)
         if behind < 0 or behind > len(changes) or len(ids) != len(self.names):
             return False
         changes = changes[len(changes) - behind :]
