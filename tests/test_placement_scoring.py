@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import orjson
 import pytest
 
 from extender.convert import pod_from_api, pod_group_from_api
@@ -25,6 +26,7 @@ from extender.core.gang import resolve_gang
 from extender.core.policy import PolicyError, parse_policy
 from extender.core.scoring import PlacementScorer, ScoreWeights, mix_of, rank_scores
 from extender.core.topology import DEFAULT_TOPOLOGY, Constraint, parse_constraint
+from extender.web.wire import prioritize_answer
 from tests.builders import native_member, native_pod_group, node, pod, priority_class
 from tests.cluster import Cluster
 
@@ -150,6 +152,52 @@ def test_scores_of_every_node_brought_up_to_date_equal_scores_worked_out_afresh(
     for action, kind, obj in changes:
         (cluster.add if action == "add" else cluster.delete)(kind, obj)
         check()
+
+
+CACHED = [*(f"g{i}" for i in range(8)), "c0", "c1"]  # every_node_cluster's nodes, in order
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        [*CACHED[:3], "g-new", *CACHED[4:]],
+        [f"other-{i}" for i in range(len(CACHED))],
+        [*CACHED[:3], CACHED[0], *CACHED[4:]],
+        CACHED[1:],
+        [*CACHED, "g-new"],
+        CACHED[::-1],
+    ],
+    ids=[
+        "as many nodes as the cache holds, one of them replaced by a node it has not seen",
+        "as many nodes as the cache holds, none of them its own",
+        "as many nodes as the cache holds, one of them sent twice in place of another",
+        "one node missing",
+        "every node and an unknown one alongside",
+        "every node, in another order",
+    ],
+)
+def test_prioritize_answers_the_nodes_sent_and_no_other_whatever_their_count(
+    sent: list[str],
+) -> None:
+    cluster = every_node_cluster()
+    snap = cluster.snap()
+    asking = pod_from_api(pod("asking", gpu=1, cpu="2"))
+    scorer = PlacementScorer()
+    every = scorer.scores(snap, asking, CACHED)  # the scores of every node, remembered
+
+    answer = scored(prioritize_answer(sent, scorer.scores(snap, asking, sent)))
+    assert set(answer) <= set(sent), "only nodes sent are answered"
+    unversioned = dataclasses.replace(snap, states_version=-1)  # worked out name by name
+    assert answer == scored(
+        prioritize_answer(sent, PlacementScorer().scores(unversioned, asking, sent))
+    ), "nodes sent scored as one by one; those the cache does not know: 0 (left out)"
+    if sorted(sent) == sorted(CACHED):
+        assert scorer.scores(snap, asking, sent) is every, "every node, in any order: remembered"
+
+
+def scored(answer: bytes) -> dict[str, int]:
+    """A prioritize answer (HostPriorityList) as {host: score}."""
+    return {entry["Host"]: entry["Score"] for entry in orjson.loads(answer)}
 
 
 def test_a_pod_preferring_node_features_scores_matching_nodes_higher() -> None:

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
-from extender.core.every_node import NO_FIT, EveryNode, node_costs, rank
+from extender.core.every_node import NO_FIT, EveryNode, every_node_sent, node_costs, rank
 from extender.core.fragmentation import (
     DEFAULT_MIX,
     WHOLE,
@@ -177,11 +177,16 @@ class PlacementScorer:
         def costs_of(sids: Sequence[int]) -> list[float]:
             return self._state_costs(snapshot, table, sids, shape, order)
 
-        if len(names) != len(ids) or snapshot.states_version < 0 or PREFER_NODES in pod.annotations:
+        if (
+            snapshot.states_version < 0
+            or PREFER_NODES in pod.annotations
+            or not every_node_sent(names, ids)
+        ):
             costs = node_costs(list(map(ids.get, names, repeat(-1))), costs_of)
             return self._ranked(snapshot, pod, names, costs)
-        # Every node sent (percentageOfNodesToScore: 100): the scores of every node the cache
-        # knows, in its order, kept up to date per pod shape (`every_node.py`).
+        # Every node sent (percentageOfNodesToScore: 100), the very nodes the cache knows: the
+        # scores of every node, in the cache's order, kept up to date per pod shape
+        # (`every_node.py`). The same object comes back while no node changes state.
         every = self._every.get((shape, order))
         if every is None or (
             every.version != snapshot.states_version and not every.catch_up(snapshot, costs_of)

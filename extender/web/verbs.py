@@ -101,8 +101,9 @@ class Verbs:
         nodes = wire.parse_nodes(body)
         with runtime.lock:
             scores = runtime.scheduler.scores(runtime.store.snapshot(), pod, nodes.names)
-        # The scores of every node come back as the same object while no node changes state
-        # (`PlacementScorer.scores`): so does their answer.
+        # The scores of every node come back as the same object while no node changes state,
+        # and only when the very nodes the cache knows were sent (`every_node_sent`): so does
+        # their answer, which lists the scores' own names when as many were sent (`wire`).
         last = self._last_answer
         if last is not None and last[0] is scores and last[1] == len(nodes.names):
             return last[2]
