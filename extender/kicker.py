@@ -100,6 +100,11 @@ def default_identity() -> str:
 class Patcher(Protocol):
     def kick(self, namespace: str, name: str) -> None: ...
 
+    def annotate(self, namespace: str, name: str, key: str, value: str) -> bool:
+        """Set one annotation; False when the pod is gone; raises when the API server refuses
+        or cannot be reached."""
+        ...
+
 
 class ApiPatcher:
     def __init__(self, core: Any) -> None:
@@ -120,9 +125,26 @@ class ApiPatcher:
         except Exception as err:
             log.warning("cannot nudge pod %s/%s: %s", namespace, name, err)
 
+    def annotate(self, namespace: str, name: str, key: str, value: str) -> bool:
+        body = {"metadata": {"annotations": {key: value}}}
+        try:
+            response = self._core.patch_namespaced_pod(
+                name, namespace, body, _preload_content=False, _request_timeout=(2, 3)
+            )
+            response.drain_conn()
+            response.release_conn()
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
 
 class LogPatcher:
     """Demo mode: no API server to patch."""
+
+    def annotate(self, namespace: str, name: str, key: str, value: str) -> bool:
+        return True  # the embedded view outlives nothing: there is no restart to record for
 
     def kick(self, namespace: str, name: str) -> None:
         log.info("demo: would nudge pod %s/%s to be retried", namespace, name)

@@ -180,7 +180,8 @@ class Metrics:
         self.evictions = Counter(
             "gangplank_preemption_evictions",
             "Pods gangplank evicted itself, by the victim's queue (empty: none), rule (priority, "
-            "reclaim) and outcome (evicted, blocked by a PodDisruptionBudget, gone, failed).",
+            "reclaim, recovery: a gang a restart left in part that fits nowhere) and outcome "
+            "(evicted, blocked by a PodDisruptionBudget, gone, failed).",
             ["queue", "rule", "outcome"],
             registry=r,
         )

@@ -44,6 +44,7 @@ from extender.kicker import (
     default_identity,
 )
 from extender.metrics import Metrics
+from extender.plan_recorder import PlanRecorder, RecordError
 from extender.policy_file import PolicyWatcher, load_policy
 from extender.settings import Settings
 
@@ -100,14 +101,18 @@ class Runtime:
         self._preloaded = preloaded
         self._heap_settled = False
         self._threads: list[threading.Thread] = []
+        patcher = patcher or LogPatcher()
+        self.recorder = PlanRecorder(patcher)
+        self._plans_restored = False  # the records of earlier processes read back (see below)
+        self._was_leading = False
         self.kicker = Kicker(
             self.kick_candidates,
-            patcher or LogPatcher(),
+            patcher,
             leadership or AlwaysLeader(),
             kick_interval,
             on_kick=lambda n: metrics.kicks.inc(n),
             after=self.tell_untold,
-            every=self.rediscover,
+            every=self.every_pass,
         )
         self._rediscovered_at = float("-inf")
         metrics.watch_cache(store.counts, self._contacts, stale=self.staleness)
@@ -170,9 +175,36 @@ class Runtime:
     def leading(self) -> bool:
         return self.kicker.leadership.last_known()
 
+    def every_pass(self) -> None:
+        """Every kicker pass, leading or not: late PodGroup kinds, and on taking the Lease the
+        plans recorded by the replica that led are read back (at the next pass or call)."""
+        self.rediscover()
+        leading = self.leading()
+        if leading and not self._was_leading:
+            self._plans_restored = False
+        self._was_leading = leading
+
+    def restore_plans(self) -> None:
+        """Once the cache holds the whole cluster (after a start, and again on taking the
+        Lease): the plans earlier processes recorded, back in the decision state, before any
+        decision is made on the view (`core/plan_record.py`)."""
+        if self._plans_restored or not self._synced():
+            return
+        with self.lock.by("plans restored"):
+            if self._plans_restored:
+                return
+            restored = self.scheduler.restore_plans(self.store.snapshot(), self.clock())
+            self._plans_restored = True
+        if restored:
+            log.info("restored %d plan(s) recorded before this process led", restored)
+
+    def _synced(self) -> bool:
+        return self._preloaded or all(r.synced.is_set() for r in self.reflectors if not r.absent)
+
     def kick_candidates(self) -> list[tuple[str, str]]:
         """The periodic pass (only while this replica's scheduler leads): holds, nudges,
         reclaim planning, and the evictions planned since the last pass."""
+        self.restore_plans()
         self.learn_mix()
         stale = self.staleness()
         with self.lock.by("periodic pass"):
@@ -185,6 +217,11 @@ class Runtime:
             keep = stale or not self.leading()
             evictions = [] if keep else self.scheduler.take_evictions()
             notices = self.scheduler.take_notices()
+            records = self.scheduler.records_to_write(snapshot)
+        try:  # plans made since the last pass are recorded ahead of their first bind
+            self.recorder.write(records)
+        except RecordError as err:
+            log.debug("plans recorded at the next bind instead: %s", err)
         self.carry_out(evictions)
         self._untold.append((notices, snapshot))
         self.publish()
@@ -219,6 +256,7 @@ class Runtime:
             self.metrics.events.inc(self.events.record(notice, pods))
 
     def carry_out(self, evictions: list[Eviction]) -> None:
+        evictions = self._recorded_first(evictions)
         jobs: dict[str, list[Eviction]] = {}
         for eviction in evictions:
             jobs.setdefault(eviction.job, []).append(eviction)
@@ -242,6 +280,29 @@ class Runtime:
                 self.metrics.gpu_seconds_lost(
                     first.queue, first.rule, sum(e.gpu_seconds for e in pods)
                 )
+
+    def _recorded_first(self, evictions: list[Eviction]) -> list[Eviction]:
+        """The evictions whose preemptor's plan is recorded in the cluster (written now when it
+        is not yet); the others go back for the next pass: no victim leaves for a plan that a
+        restart would forget."""
+        plans = {e.plan for e in evictions if e.plan}
+        if not plans:
+            return evictions
+        unrecorded: set[str] = set()
+        for key in plans:
+            with self.lock.by("plan records"):
+                records = self.scheduler.records_to_write(self.store.snapshot(), key=key)
+            try:
+                self.recorder.write(records)
+            except RecordError as err:
+                log.warning("evictions for %s wait: %s", key.split(":", 1)[1], err)
+                unrecorded.add(key)
+        if not unrecorded:
+            return evictions
+        later = [e for e in evictions if e.plan in unrecorded]
+        with self.lock.by("evictions put back"):
+            self.scheduler.preemption.put_back(later)
+        return [e for e in evictions if e.plan not in unrecorded]
 
     def gang_counts(self) -> tuple[dict[str, int], int]:
         with self.lock.by("metrics: gangs"):

@@ -10,7 +10,7 @@ from extender.convert import pod_from_api
 from extender.core.notices import Notice
 from extender.core.policy import parse_policy
 from extender.events import ApiEventRecorder
-from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
+from tests.builders import gang_pods, gpus, node, nothing_to_preempt, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
 
@@ -66,6 +66,7 @@ def test_a_job_held_by_its_queue_is_told_why_once_however_often_it_is_retried(
         assert (
             held[0]["message"]
             == "queue a: nvidia.com/gpu 8 of max 8 in use, pod default/a2 needs 8"
+            + nothing_to_preempt("a")
         )
 
 

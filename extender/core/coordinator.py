@@ -26,6 +26,7 @@ from extender.core.gang import job_key, job_name, resolve_gang
 from extender.core.gang_scheduler import GangScheduler
 from extender.core.model import PodInfo, Snapshot
 from extender.core.notices import Notice
+from extender.core.plan_record import ToWrite, restore, to_write
 from extender.core.planner import plan_gang
 from extender.core.policy import Policy
 from extender.core.preempt import Victims
@@ -102,8 +103,9 @@ class Coordinator:
         # capacity skip the search (victims also become eligible with time: minRuntime).
         self._no_victims: dict[str, tuple[tuple[object, ...], float, str]] = {}
         self._no_victims_prune_at = 256
-        # Pods refused by quota whose job then got a preemption plan: retried at the next pass.
-        self._planned_refused: dict[str, tuple[str, str]] = {}
+        # Pods refused by quota whose job then got a preemption plan, and the members of plans
+        # restored from their records: retried at the next pass.
+        self._to_nudge: dict[str, tuple[str, str]] = {}
         self.set_policy(policy)
 
     # ---- policy ------------------------------------------
@@ -280,7 +282,7 @@ class Coordinator:
             self.plan_queues[key] = queue
             entry = self.refused.pop(key, None)
             if entry is not None:  # its other members were parked by the refusal: retry them
-                self._planned_refused.update(entry.pods)
+                self._to_nudge.update(entry.pods)
             return None
         if self.preemption.budget_left(self.policy, now) > 0:
             self._remember_no_victims(key, state, now, why)
@@ -427,6 +429,34 @@ class Coordinator:
     def take_evictions(self) -> list[Eviction]:
         return self.preemption.take_evictions()
 
+    def restore_plans(self, snapshot: Snapshot, now: float) -> int:
+        """The plans an earlier process recorded in the cluster, back in memory (`plan_record`):
+        once after a start, and again on taking the Lease. Gangs running in part that can no
+        longer be completed go whole. Returns how many plans were restored."""
+        restored = restore(snapshot, self.gangs, now)
+        self._to_nudge.update(restored.nudge)
+        if self.policy is not None:
+            for key, plan in self.gangs.plans.items():
+                pods = snapshot.groups.get(key) or [
+                    p for w in snapshot.queue_pending.values() for p in w if job_key(p) == key
+                ]
+                queue = self.queue_of(pods[0])[0] if pods else None
+                if queue is not None and plan.assignments:
+                    self.plan_queues[key] = queue
+        for broken in restored.broken:
+            self.preemption.evict_broken(broken.key, broken.pods, now)
+        return restored.plans
+
+    def records_to_write(self, snapshot: Snapshot, uid: str = "", key: str = "") -> list[ToWrite]:
+        """The records to write before pod `uid` of a plan binds, or before plan `key`'s first
+        eviction (neither: of every plan): the members the cache does not show recorded yet."""
+        if not key and not uid:  # every plan's (the periodic pass writes them ahead)
+            return [r for plan in self.gangs.plans.values() for r in to_write(snapshot, plan)]
+        if not key:
+            key = next((k for k, p in self.gangs.plans.items() if uid in p.assignments), "")
+        plan = self.gangs.plans.get(key)
+        return to_write(snapshot, plan) if plan is not None else []
+
     def _reclaim_pass(self, snapshot: Snapshot, book: QueueBook, now: float) -> None:
         """The first jobs of the fair line that their queue admits but that do not fit (pods
         kube-scheduler never sends: no node has room) may preempt or reclaim; those their
@@ -492,9 +522,9 @@ class Coordinator:
         if self.stale_waiting and not self.stale:  # fresh again: what waited for it goes on
             refs += self.stale_waiting.values()
             self.stale_waiting = {}
-        if self._planned_refused:
-            refs += self._planned_refused.values()
-            self._planned_refused = {}
+        if self._to_nudge:
+            refs += self._to_nudge.values()
+            self._to_nudge = {}
         if self.policy is None:
             return refs
         book = self._book(snapshot)

@@ -384,10 +384,13 @@ class GangScheduler:
         assignments: Mapping[str, str],
         victims: Mapping[str, str],
         deadline: float,
+        restored: bool = False,
     ) -> None:
-        """Reserve `assignments` for job `key` (made by preemption: `victims` must leave first)."""
+        """Reserve `assignments` for job `key` (made by preemption: `victims` must leave first;
+        `restored`: made by an earlier process, read back from its record)."""
         self.plans[key] = Plan.with_victims(key, pods, assignments, victims, deadline)
-        self.outcomes.planned += 1
+        if not restored:
+            self.outcomes.planned += 1
         if self.hold is not None and self.hold.key == key:
             self.hold = None
         waiting = self.waiting.pop(key, None)

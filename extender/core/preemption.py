@@ -76,6 +76,7 @@ class Eviction:
     message: str  # the Event on the victim
     preemptor: tuple[str, str]  # namespace, name of the preemptor's first pod
     preemptor_message: str  # the Event on the preemptor (sent once, with its first victim)
+    plan: str = ""  # the preemptor's job: its plan is recorded before the first eviction
 
 
 @dataclass
@@ -340,8 +341,41 @@ class Preemption:
                         f"(all {len(victim.pods)} pod(s) of {job_name(victim.key)} go together)",
                         preemptor=(first.namespace, first.name),
                         preemptor_message=told,
+                        plan=key,
                     )
                 )
+
+    def evict_broken(self, key: str, pods: Sequence[PodInfo], now: float) -> None:
+        """Evict the bound members of gang `key`, whole: after a restart its recorded plan no
+        longer holds and its missing members fit nowhere, so the room goes to gangs with more
+        members bound and its GPUs come back (rule `recovery`; no eviction budget: these pods
+        hold GPUs for a job that cannot run)."""
+        bound = [p for p in pods if p.node_name is not None and p.active]
+        if not bound or any(e.job == key for e in self.pending):
+            return
+        name = job_name(key)
+        why = (
+            f"evicted by gangplank: {name} runs {len(bound)} of its pods and the rest fit nowhere "
+            "since gangplank restarted (gangs with more pods bound keep the room); "
+            f"all {len(bound)} bound pod(s) go together so their GPUs come back"
+        )
+        first = min(pods, key=lambda p: (p.created, p.name))
+        for pod in bound:
+            self.pending.append(
+                Eviction(
+                    job=key,
+                    namespace=pod.namespace,
+                    name=pod.name,
+                    uid=pod.uid,
+                    grace_seconds=None,
+                    rule="recovery",
+                    queue="",
+                    gpu_seconds=pod.requests.get(GPU, 0) * max(0.0, now - (pod.started or now)),
+                    message=why,
+                    preemptor=(first.namespace, first.name),
+                    preemptor_message=why,
+                )
+            )
 
     def refused(self, uids: set[str], now: float, spare_seconds: float = 600.0) -> None:
         """The API server refused to evict these pods (a PodDisruptionBudget): plans counting on
@@ -356,6 +390,10 @@ class Preemption:
     def take_evictions(self) -> list[Eviction]:
         taken, self.pending = self.pending, []
         return taken
+
+    def put_back(self, evictions: Sequence[Eviction]) -> None:
+        """Evictions taken but not carried out (their plan could not be recorded): next pass."""
+        self.pending[:0] = evictions
 
     def started(self, key: str, now: float) -> None:
         """A job bound its last planned pod."""

@@ -21,6 +21,7 @@ from extender.binder import BindError
 from extender.core.model import PodInfo
 from extender.core.prioritize import NodeScores
 from extender.logs import begin_call, end_call, note_pod
+from extender.plan_recorder import RecordError
 from extender.runtime import Runtime
 from extender.web import wire
 from extender.web.body_deadline import BodyDeadlines
@@ -88,6 +89,7 @@ class Verbs:
         pod = _pod(body)
         nodes = wire.parse_nodes(body)
         stale = runtime.staleness()
+        runtime.restore_plans()
         with runtime.lock:
             runtime.scheduler.stale = stale
             result = runtime.scheduler.filter(
@@ -116,6 +118,7 @@ class Verbs:
         pod = _pod(body)
         candidates = wire.parse_victims(body)
         stale = runtime.staleness()
+        runtime.restore_plans()
         with runtime.lock:
             runtime.scheduler.stale = stale
             kept = runtime.scheduler.preempt(
@@ -129,12 +132,16 @@ class Verbs:
         note_pod(bind_request.namespace, bind_request.name)
         with runtime.lock:
             decision = runtime.scheduler.check_bind(bind_request)
+            records = runtime.scheduler.records_to_write(
+                runtime.store.snapshot(), uid=bind_request.uid
+            )
         if not decision.allowed:
             metrics.binds.labels("refused").inc()
             return wire.dumps({"Error": decision.reason})
         try:
+            runtime.recorder.write(records)  # a plan is in the cluster before a member binds
             runtime.binder.bind(bind_request)
-        except BindError as err:
+        except (BindError, RecordError) as err:
             metrics.binds.labels("failed").inc()
             log.warning("%s", err)
             return wire.dumps({"Error": str(err)})
