@@ -26,6 +26,11 @@ max_requests = 0
 accesslog = None
 # The worker heartbeat file; /dev/shm keeps working with a read-only root filesystem.
 worker_tmp_dir = "/dev/shm"
+# gunicorn 25.1+ opens a control socket (for `gunicornc`) under $HOME/.gunicorn by default; the
+# Deployment runs as uid 65532 with a read-only root filesystem and no home, where it logged
+# "Control server error" at every start. Nothing uses it. (Older gunicorn has no such setting;
+# `gangplank serve` applies only the settings the installed gunicorn knows.)
+control_socket_disable = True
 
 
 def _runtime(worker: Any) -> Any:

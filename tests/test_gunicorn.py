@@ -29,7 +29,7 @@ from tests.kube_scheduler import (
     check_preempt_answer,
     check_prioritize_answer,
 )
-from tests.serving import Served, write_kubeconfig
+from tests.serving import Served, free_port, write_kubeconfig
 
 REPLAY = [
     ("filter", "filter.nodenames.json"),
@@ -275,6 +275,22 @@ def test_mutual_tls_refuses_clients_without_a_certificate(tmp_path: Path) -> Non
                 urllib.request.urlopen(served.health_url, timeout=5, context=anonymous).read()
     finally:
         urllib.request.install_opener(urllib.request.build_opener())
+
+
+def test_a_home_it_cannot_write_to_leaves_the_start_clean() -> None:
+    """As the Deployment runs it: uid 65532, a read-only root filesystem, no home. gunicorn
+    writes nothing under $HOME (its control socket is off), so nothing is logged as an error."""
+    cluster_file = Path(__file__).parent.parent / "extender" / "data" / "demo-cluster.yaml"
+    home = cluster_file  # a file: no one, not even root, can make a directory in it
+    port = free_port()
+    env = {"HOME": str(home), "XDG_RUNTIME_DIR": ""}  # gunicorn would prefer XDG_RUNTIME_DIR
+    ready = f"http://127.0.0.1:{port}/readyz"
+    with Served(
+        "--cluster-file", str(cluster_file), port=port, env=env, health_url=ready
+    ) as served:
+        assert get(ready)[0] == 200
+    output = served.output()
+    assert "ERROR" not in output and "Control server error" not in output, output
 
 
 def test_bad_settings_stop_the_start_with_a_clear_message(tmp_path: Path) -> None:
