@@ -46,6 +46,8 @@ def check_policy(path: str) -> int:
     print(f"{path}: valid, {len(policy.queues)} queues")
     for line in summary(policy):
         print(line)
+    for warning in policy.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
