@@ -11,8 +11,8 @@ import yaml
 
 from extender.core.admission import check_state
 from extender.core.policy import Policy, PolicyError, describe_amounts, parse_policy
-from extender.policy_file import load_policy
-from extender.policy_import import import_manifests
+from extender.policy_file import load_policy, strict_load_all
+from extender.policy_import import ImportRefused, import_sources
 
 
 def summary(policy: Policy) -> list[str]:
@@ -46,27 +46,29 @@ def check_policy(path: str) -> int:
     print(f"{path}: valid, {len(policy.queues)} queues")
     for line in summary(policy):
         print(line)
+    for warning in policy.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
 def import_policy(paths: Sequence[str]) -> int:
-    documents: list[Any] = []
+    sources: list[tuple[str, list[Any]]] = []
     for path in paths:
         try:
             text = sys.stdin.read() if path == "-" else Path(path).read_text()
-            documents += [d for d in yaml.safe_load_all(text) if d is not None]
+            sources.append((path, [d for d in strict_load_all(text) if d is not None]))
         except (OSError, yaml.YAMLError) as err:
             print(f"gangplank policy import: {path}: {err}", file=sys.stderr)
             return 2
-    imported = import_manifests(documents)
+    try:
+        imported = import_sources(sources)
+    except ImportRefused as err:
+        print(f"gangplank policy import: {err}", file=sys.stderr)
+        return 2
     if not imported.queues:
         print("gangplank policy import: no Kueue or Volcano queues found", file=sys.stderr)
         return 2
-    header = ["# Imported by `gangplank policy import` from " + ", ".join(paths)]
-    if imported.notes:
-        header.append("# Not mapped (check these by hand):")
-        header += [f"#   - {note}" for note in imported.notes]
-    print("\n".join(header))
+    print("\n".join(imported.header(paths)))
     print(yaml.safe_dump(imported.policy(), sort_keys=False), end="")
     for note in imported.notes:
         print(f"not mapped: {note}", file=sys.stderr)

@@ -4,6 +4,9 @@ In a cluster the file is a ConfigMap mount: the kubelet writes a new directory a
 `..data` symlink, so the file's own path never changes while what it resolves to does. The watcher
 compares the resolved path, inode, size and modification time every `interval` seconds — a poll,
 which sees a symlink swap as surely as an edit in place.
+
+YAML is read strictly: a key given twice in one map (`guarantee` twice in a queue) is refused
+with its line, where a plain YAML loader would keep the last one without a word.
 """
 
 from __future__ import annotations
@@ -11,30 +14,84 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
+from yaml.nodes import MappingNode, Node
 
-from extender.core.policy import Policy, PolicyError, parse_policy
+from extender.core.policy import Policy, PolicyError, parse_policy, resource_warnings
 
 log = logging.getLogger("gangplank.policy")
 
 Signature = tuple[str, int, int, int] | None
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A key given twice in one YAML map; the message names both lines."""
+
+
+class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """yaml's safe loader (the C one where built) that refuses a key given twice in one map."""
+
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, MappingNode):
+            lines: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE:  # `<<: *base`: keys written next to it override it
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    first = lines.get(key)
+                except TypeError:  # an unhashable key: the constructor below says so
+                    continue
+                if first is not None:
+                    raise DuplicateKeyError(
+                        f"line {line}: {key!r} is given twice in one map (first on line {first}); "
+                        "remove one"
+                    )
+                lines[key] = line
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
+
+
+def strict_load(text: str) -> Any:
+    """One YAML document; yaml.YAMLError (DuplicateKeyError for a key given twice)."""
+    return yaml.load(text, Loader=StrictLoader)  # a safe loader
+
+
+def strict_load_all(text: str) -> Iterator[Any]:
+    """Every YAML document of a stream, as `strict_load` reads one."""
+    return yaml.load_all(text, Loader=StrictLoader)  # a safe loader
+
+
 def load_policy(path: str | Path) -> Policy:
-    """The validated policy in `path`; PolicyError names the file, the queue and the field."""
+    """The validated policy in `path`; PolicyError names the file, the queue and the field. Its
+    `warnings` name resource names that look mistyped (it loads all the same)."""
     source = str(path)
     try:
         text = Path(path).read_text()
     except OSError as err:
         raise PolicyError(f"{source}: cannot read: {err.strerror or err}") from None
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = strict_load(text)
+    except DuplicateKeyError as err:
+        raise PolicyError(f"{source}: {err}") from None
     except yaml.YAMLError as err:
         raise PolicyError(f"{source}: not valid YAML: {err}") from None
     return parse_policy(data, source)
+
+
+def log_warnings(policy: Policy, offered: Collection[str] = ()) -> None:
+    """Log what looks wrong in a policy being put in force (`resource_warnings`: against the
+    cluster's resources where they are known)."""
+    for warning in resource_warnings(policy, offered) if offered else policy.warnings:
+        log.warning("policy warning: %s", warning)
 
 
 def signature(path: str | Path) -> Signature:
@@ -48,7 +105,8 @@ def signature(path: str | Path) -> Signature:
 
 class PolicyWatcher:
     """Calls `on_policy` with each new valid policy, `on_error` with the message of each invalid
-    one (the caller keeps the last good policy)."""
+    one (the caller keeps the last good policy). A new policy's warnings are logged, against
+    the resources `offered` names (what the cluster's nodes offer and its pods ask for)."""
 
     def __init__(
         self,
@@ -56,11 +114,13 @@ class PolicyWatcher:
         on_policy: Callable[[Policy], None],
         on_error: Callable[[str], None],
         interval: float = 1.0,
+        offered: Callable[[], Collection[str]] = frozenset,
     ) -> None:
         self.path = Path(path)
         self._on_policy = on_policy
         self._on_error = on_error
         self._interval = interval
+        self._offered = offered
         self._seen: Signature = signature(self.path)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -81,6 +141,7 @@ class PolicyWatcher:
             self._on_error(str(err))
             return True
         log.info("policy reloaded from %s: %d queues", self.path, len(policy.queues))
+        log_warnings(policy, self._offered())
         self._on_policy(policy)
         return True
 

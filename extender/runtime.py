@@ -45,7 +45,7 @@ from extender.kicker import (
 )
 from extender.metrics import Metrics
 from extender.plan_recorder import PlanRecorder, RecordError
-from extender.policy_file import PolicyWatcher, load_policy
+from extender.policy_file import PolicyWatcher, load_policy, log_warnings
 from extender.settings import Settings
 
 REDISCOVER_SECONDS = 3.0  # how often a PodGroup kind that pods wait for is looked for again
@@ -92,7 +92,9 @@ class Runtime:
         self._learned_at = float("-inf")
         self._untold: list[tuple[list[Notice], Snapshot]] = []
         self.policy_watcher = (
-            PolicyWatcher(policy_path, self.set_policy, self.policy_refused)
+            PolicyWatcher(
+                policy_path, self.set_policy, self.policy_refused, offered=self.offered_resources
+            )
             if policy_path
             else None
         )
@@ -134,6 +136,17 @@ class Runtime:
                 self.scheduler.book_for(self.store.snapshot())
         del old  # freed here, not under the lock
         self.metrics.policy_loaded(policy)
+
+    def offered_resources(self) -> set[str]:
+        """Resource names the cluster's nodes offer and its pods ask for: a policy naming
+        another is warned about when it is loaded."""
+        snapshot = self.store.snapshot()
+        names = {name for node in snapshot.nodes.values() for name in node.allocatable}
+        names.update(name for used in snapshot.queue_usage.values() for name in used)
+        names.update(
+            name for pods in snapshot.queue_pending.values() for p in pods for name in p.requests
+        )
+        return names
 
     def policy_refused(self, message: str) -> None:
         self.metrics.policy_refused(message)
@@ -472,6 +485,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
     policy: Policy | None = None
     if settings.policy and Path(settings.policy).exists():
         policy = load_policy(settings.policy)
+        log_warnings(policy)
     elif settings.policy:
         log.warning("no policy at %s yet: running without queues until it appears", settings.policy)
     queues: dict[str, Any] = {

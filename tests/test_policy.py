@@ -3,15 +3,21 @@ queue a pod is in."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from extender.binder import StoreBinder
 from extender.cli import main
-from extender.core.policy import PolicyError, parse_policy
-from extender.policy_file import load_policy
+from extender.core.policy import PolicyError, parse_policy, unknown_resource
+from extender.metrics import Metrics
+from extender.policy_file import PolicyWatcher, load_policy
+from extender.runtime import Runtime
+from extender.settings import parse_serve_settings
 from tests.builders import gpus, policy_doc, queue
+from tests.conftest import fixture_store
 
 POLICIES = Path(__file__).resolve().parent.parent / "policies"
 
@@ -96,6 +102,42 @@ BAD: list[tuple[str, Any, str]] = [
         policy_doc(queue("a"), queue("b", aliases=["a"])),
         "queue b: aliases: 'a' already names queue a",
     ),
+    (
+        "an alias listed twice in one queue",
+        policy_doc(queue("a", aliases=["ml/team", "ml/team"])),
+        "queue a: aliases: 'ml/team' is listed twice",
+    ),
+    (
+        "an alias of two queues",
+        policy_doc(queue("a", aliases=["ml/team"]), queue("b", aliases=["ml/team"])),
+        "queue b: aliases: 'ml/team' already names queue a",
+    ),
+    (
+        "a fraction of a GPU as a ceiling",
+        policy_doc(queue("research", guarantee=gpus(2), max={"nvidia.com/gpu": 2.5})),
+        "queue research: max.nvidia.com/gpu: '2.5' is not a whole number "
+        "(nvidia.com/gpu is counted in whole units)",
+    ),
+    (
+        "half a GPU as a guarantee",
+        policy_doc(queue("research", guarantee={"nvidia.com/gpu": 0.5})),
+        "queue research: guarantee.nvidia.com/gpu: '0.5' is not a whole number",
+    ),
+    (
+        "a fraction of a GPU in millis",
+        policy_doc(queue("research", max={"nvidia.com/gpu": "2500m"})),
+        "queue research: max.nvidia.com/gpu: '2500m' is not a whole number",
+    ),
+    (
+        "a fraction of a pod",
+        policy_doc(queue("research", max={"pods": "10.5"})),
+        "queue research: max.pods: '10.5' is not a whole number (pods is counted in whole units)",
+    ),
+    (
+        "a fraction of an extended resource",
+        policy_doc(queue("research", max={"example.com/fpga": 1.25})),
+        "queue research: max.example.com/fpga: '1.25' is not a whole number",
+    ),
 ]
 
 
@@ -111,12 +153,175 @@ def test_a_policy_with_a_mistake_is_refused_naming_file_queue_and_field(
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "amounts,expected",
+    [
+        ({"cpu": "0.5", "memory": "1.5Gi"}, {"cpu": 500, "memory": 3 * 2**29}),
+        ({"nvidia.com/gpu": "2000m", "pods": 2.0}, {"nvidia.com/gpu": 2, "pods": 2}),
+    ],
+    ids=[
+        "cpu and memory take fractions (millicores, bytes)",
+        "a whole number written with a fraction is a whole number",
+    ],
+)
+def test_fractions_that_are_whole_amounts_are_accepted(
+    amounts: dict[str, Any], expected: dict[str, int]
+) -> None:
+    assert parse_policy(policy_doc(queue("q", guarantee=amounts))).queues["q"].guarantee == expected
+
+
+DUPLICATE_KEYS = [
+    (
+        "a queue's guarantee given twice",
+        "queues:\n  - name: research\n    guarantee: {nvidia.com/gpu: 8}\n"
+        "    max: {nvidia.com/gpu: 16}\n    guarantee: {nvidia.com/gpu: 2}\n",
+        "line 5: 'guarantee' is given twice in one map (first on line 3)",
+    ),
+    (
+        "the queues list given twice",
+        "queues: [{name: a}]\nqueues: [{name: b}]\n",
+        "line 2: 'queues' is given twice in one map (first on line 1)",
+    ),
+    (
+        "a resource given twice in one flow map",
+        "queues:\n  - name: a\n    max: {nvidia.com/gpu: 8, nvidia.com/gpu: 4}\n",
+        "line 3: 'nvidia.com/gpu' is given twice in one map (first on line 3)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [d[1:] for d in DUPLICATE_KEYS],
+    ids=[f"{d[0]} is refused with its line" for d in DUPLICATE_KEYS],
+)
+def test_a_key_given_twice_is_refused_not_overwritten(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    with pytest.raises(PolicyError) as err:
+        load_policy(path)
+    assert str(err.value) == f"{path}: {message}; remove one"
+
+
+def test_a_merge_key_is_not_a_key_given_twice(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "queues:\n  - &base {name: a, guarantee: {nvidia.com/gpu: 8}}\n  - <<: *base\n    name: b\n"
+    )
+    assert load_policy(path).queues["b"].guarantee == {"nvidia.com/gpu": 8}
+
+
+RESOURCE_NAMES: list[tuple[str, frozenset[str], str | None]] = [
+    (
+        "nvidia.com/gpuu",
+        frozenset(),
+        "'nvidia.com/gpuu' is not a resource name gangplank knows; did you mean 'nvidia.com/gpu'?",
+    ),
+    (
+        "gpu",
+        frozenset(),
+        "'gpu' is not a resource a pod can ask for (extended ones are domain/name); "
+        "did you mean 'nvidia.com/gpu'?",
+    ),
+    ("example.com/fpga", frozenset(), None),
+    ("example.com/fpga", frozenset({"example.com/fpga", "cpu"}), None),
+    (
+        "example.com/fpgaa",
+        frozenset({"example.com/fpga", "cpu"}),
+        "no node offers 'example.com/fpgaa' and no pod asks for it; "
+        "did you mean 'example.com/fpga'?",
+    ),
+    ("nvidia.com/mig-1g.5gb", frozenset(), None),
+    ("hugepages-2Mi", frozenset(), None),
+]
+
+
+@pytest.mark.parametrize(
+    "name,offered,warning",
+    RESOURCE_NAMES,
+    ids=[
+        "a typo of a well-known name is warned about, naming it",
+        "a bare name no pod can ask for is warned about, naming the nearest",
+        "an unknown domain's resource is not questioned without a cluster to ask",
+        "a resource the cluster's nodes offer is fine",
+        "a name no node offers is warned about, naming the nearest that one does",
+        "a MIG profile is well known",
+        "a hugepages size is well known",
+    ],
+)
+def test_a_resource_name_nobody_uses_is_warned_about(
+    name: str, offered: frozenset[str], warning: str | None
+) -> None:
+    assert unknown_resource(name, offered) == warning
+
+
+def test_a_policy_with_a_mistyped_resource_loads_with_a_warning_that_policy_check_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("queues:\n  - name: research\n    max: {nvidia.com/gpuu: 8, cpu: 64}\n")
+    policy = load_policy(path)
+    assert policy.queues["research"].max["nvidia.com/gpuu"] == 8, "loaded all the same"
+    warning = (
+        f"{path}: queue research: max.nvidia.com/gpuu: 'nvidia.com/gpuu' is not a resource name "
+        "gangplank knows; did you mean 'nvidia.com/gpu'?"
+    )
+    assert policy.warnings == (warning,)
+    assert main(["policy", "check", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "valid, 1 queues" in captured.out
+    assert captured.err == f"warning: {warning}\n"
+
+
+def test_the_server_logs_a_policys_warnings_when_it_loads_and_reloads_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from extender.runtime import build_runtime
+
+    path = tmp_path / "policy.yaml"
+    path.write_text("queues: [{name: a, max: {nvidia.com/gpuu: 8}}]\n")
+    cluster = Path(__file__).resolve().parent.parent / "extender/data/demo-cluster.yaml"
+    settings = parse_serve_settings(["--policy", str(path), "--cluster-file", str(cluster)], {})
+    with caplog.at_level(logging.WARNING, logger="gangplank.policy"):
+        build_runtime(settings)
+    assert "did you mean 'nvidia.com/gpu'?" in caplog.text, "at start"
+    caplog.clear()
+    # On a reload the cluster is known: a resource its nodes do not offer is warned about.
+    runtime = Runtime(
+        fixture_store(), StoreBinder(), Metrics(), preloaded=True, policy_path=str(path)
+    )
+    assert runtime.policy_watcher is not None
+    path.write_text("queues: [{name: a, max: {example.com/fpga: 2}}]\n")
+    with caplog.at_level(logging.WARNING, logger="gangplank.policy"):
+        assert runtime.policy_watcher.check()
+    assert (
+        f"policy warning: {path}: queue a: max.example.com/fpga: no node offers "
+        "'example.com/fpga' and no pod asks for it"
+    ) in caplog.text
+
+
+def test_the_policy_watcher_logs_warnings_against_what_the_cluster_offers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "policy.yaml"
+    watcher = PolicyWatcher(
+        path, lambda p: None, lambda e: None, offered=lambda: {"example.com/fpga"}
+    )
+    path.write_text("queues: [{name: a, max: {example.com/fpgaa: 2}}]\n")
+    with caplog.at_level(logging.WARNING, logger="gangplank.policy"):
+        assert watcher.check()
+    assert "did you mean 'example.com/fpga'?" in caplog.text
+
+
 def test_the_shipped_example_and_minimal_policies_are_valid() -> None:
     example = load_policy(POLICIES / "example.yaml")
     assert set(example.queues) >= {"production", "research", "vision", "language", "best-effort"}
     assert example.queues["vision"].parent == "research"
     assert example.queues["best-effort"].guarantee == {}
     assert len(load_policy(POLICIES / "minimal.yaml").queues) == 2
+    assert example.warnings == load_policy(POLICIES / "minimal.yaml").warnings == ()
 
 
 def test_quantities_are_read_as_kubernetes_reads_them() -> None:

@@ -3,7 +3,10 @@
 `parse_policy` turns the loaded YAML (any mapping) into a `Policy` or raises `PolicyError` with one
 message naming the file, the queue and the field. The checks are the ones a person gets wrong:
 unknown keys, malformed or negative quantities, an unknown parent, a cycle, children guaranteed
-more than their parent, a max below the guarantee, a name or namespace used twice.
+more than their parent, a max below the guarantee, a name, alias or namespace used twice, a
+fraction of a resource counted in whole units (GPUs, pods, extended resources). A resource name
+that looks mistyped (`nvidia.com/gpuu`) is not refused but warned about (`Policy.warnings`,
+`resource_warnings` against what the cluster's nodes offer).
 
 Which queue a pod is in: its queue label (any source in DESIGN.md's table), looked up among queue
 names and aliases (`ns/name` first, for Kueue LocalQueues), or else its namespace's queue (an exact
@@ -12,15 +15,16 @@ namespace entry before a pattern; the longest pattern first).
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from extender.core.placement_policy import parse_topology, parse_weights
-from extender.core.quantity import QuantityError, format_amount, parse_quantity
+from extender.core.quantity import QuantityError, exact_quantity, format_amount, parse_quantity
 from extender.core.scoring import ScoreWeights
 from extender.core.topology import DEFAULT_TOPOLOGY, Topology
 
@@ -49,6 +53,34 @@ _RESOURCE = re.compile(
 _NAMESPACE_PATTERN = re.compile(r"^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _ALIAS = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
+# Resource names a node offers or a pod asks for in most clusters, the commonest first: a policy
+# naming something else close to one of these probably mistyped it. `pods`: one per pod.
+WELL_KNOWN_RESOURCES = (
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "pods",
+    "hugepages-2Mi",
+    "hugepages-1Gi",
+    "nvidia.com/gpu",
+    "nvidia.com/gpu.shared",
+    "nvidia.com/mig-1g.10gb",
+    "nvidia.com/mig-2g.20gb",
+    "nvidia.com/mig-3g.40gb",
+    "nvidia.com/mig-7g.80gb",
+    "amd.com/gpu",
+    "gpu.intel.com/i915",
+    "gpu.intel.com/xe",
+    "habana.ai/gaudi",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "aws.amazon.com/neurondevice",
+    "vpc.amazonaws.com/efa",
+    "google.com/tpu",
+)
+_WELL_KNOWN_PATTERN = re.compile(r"^(hugepages-[0-9]+[KMG]i|nvidia\.com/mig-[0-9a-z.+-]+)$")
+# Resources written with fractions: cpu (millicores) and bytes; all others come in whole units.
+_FRACTIONAL = re.compile(r"^(cpu|memory|ephemeral-storage|storage|hugepages-.+)$")
 
 
 class PolicyError(ValueError):
@@ -86,6 +118,8 @@ class Policy:
     evictions_per_minute: int = 10  # jobs gangplank evicts itself per minute, at most
     topology: Topology = DEFAULT_TOPOLOGY
     weights: ScoreWeights = field(default_factory=ScoreWeights)
+    # Resource names that look mistyped, one message each (the policy is used all the same).
+    warnings: tuple[str, ...] = ()
 
     def rules(self, queue: str | None) -> PreemptionRules:
         """The preemption rules of a queue (the policy's defaults for pods in no queue)."""
@@ -174,6 +208,60 @@ def _fail(source: str, where: str, problem: str) -> PolicyError:
     return PolicyError(f"{source}: {where}: {problem}")
 
 
+def resource_amount(resource: str, value: Any) -> int:
+    """An amount of `resource` as a policy writes it (cpu in millicores). QuantityError for what
+    is no quantity, and for a fraction of a resource counted in whole units (`2.5` GPUs), which
+    rounding would silently turn into a different number."""
+    amount = parse_quantity(value, milli=(resource == "cpu"))
+    if not _FRACTIONAL.match(resource) and exact_quantity(value) % 1:
+        written = value if isinstance(value, str) else repr(value)
+        raise QuantityError(
+            f"{written!r} is not a whole number ({resource} is counted in whole units)"
+        )
+    return amount
+
+
+def unknown_resource(name: str, offered: Collection[str] = ()) -> str | None:
+    """Why `name` is probably not what the policy means (None when it looks right): a name no pod
+    can ask for, or, where the cluster is known (`offered`: what its nodes offer and its pods ask
+    for), a name nobody uses; else, with no cluster to ask, a name close to a well-known one.
+    The message names the nearest known name."""
+    if name in offered or name in WELL_KNOWN_RESOURCES or _WELL_KNOWN_PATTERN.match(name):
+        return None
+    known = [*WELL_KNOWN_RESOURCES, *sorted(set(offered).difference(WELL_KNOWN_RESOURCES))]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    if "/" not in name:
+        close = close or [k for k in known if k.rpartition("/")[2] == name][:1]
+        problem = f"{name!r} is not a resource a pod can ask for (extended ones are domain/name)"
+    elif offered:
+        problem = f"no node offers {name!r} and no pod asks for it"
+    elif close:
+        problem = f"{name!r} is not a resource name gangplank knows"
+    else:
+        return None  # any domain may name an extended resource: only the cluster can tell
+    return problem + (f"; did you mean {close[0]!r}?" if close else "")
+
+
+def resource_warnings(policy: Policy, offered: Collection[str] = ()) -> tuple[str, ...]:
+    """The policy's resource names that look wrong against `offered` (see `unknown_resource`)."""
+    return _resource_warnings(policy.queues, policy.source, offered)
+
+
+def _resource_warnings(
+    queues: Mapping[str, QueueSpec], source: str, offered: Collection[str]
+) -> tuple[str, ...]:
+    out: list[str] = []
+    for spec in queues.values():
+        seen: set[str] = set()
+        for key, amounts in (("guarantee", spec.guarantee), ("max", spec.max)):
+            for name in amounts:
+                problem = None if name in seen else unknown_resource(name, offered)
+                seen.add(name)
+                if problem:
+                    out.append(f"{source}: queue {spec.name}: {key}.{name}: {problem}")
+    return tuple(out)
+
+
 def _quantities(raw: Any, source: str, where: str) -> dict[str, int]:
     if raw is None:
         return {}
@@ -184,7 +272,7 @@ def _quantities(raw: Any, source: str, where: str) -> dict[str, int]:
         if not isinstance(name, str) or not _RESOURCE.match(name):
             raise _fail(source, where, f"{name!r} is not a resource name")
         try:
-            out[name] = parse_quantity(value, milli=(name == "cpu"))
+            out[name] = resource_amount(name, value)
         except QuantityError as err:
             raise _fail(source, f"{where}.{name}", str(err)) from None
     return out
@@ -339,7 +427,8 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
     fail = lambda where, problem: _fail(source, where, problem)  # noqa: E731
     topology = parse_topology(data.get("topology"), fail)
     weights = parse_weights(data.get("placement"), fail)
-    return Policy(queues, source, defaults, rate, topology, weights)
+    warnings = _resource_warnings(queues, source, ())
+    return Policy(queues, source, defaults, rate, topology, weights, warnings)
 
 
 def _check_tree(queues: Mapping[str, QueueSpec], source: str) -> None:
@@ -398,7 +487,9 @@ def _check_claims(queues: Mapping[str, QueueSpec], source: str) -> None:
     named: dict[str, str] = {}
     for spec in queues.values():
         for alias in spec.aliases:
-            if alias in queues or (alias in named and named[alias] != spec.name):
+            if alias in named and named[alias] == spec.name:
+                raise _fail(source, f"queue {spec.name}: aliases", f"{alias!r} is listed twice")
+            if alias in queues or alias in named:
                 other = alias if alias in queues else named[alias]
                 raise _fail(
                     source, f"queue {spec.name}: aliases", f"{alias!r} already names queue {other}"

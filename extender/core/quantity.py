@@ -46,17 +46,26 @@ def parse_quantity(value: object, *, milli: bool = False) -> int:
     Accepts the API's string form and bare JSON numbers. Raises QuantityError for text that is not
     a quantity, negative amounts and amounts beyond int64.
     """
+    return _parse(_text(value), milli)
+
+
+def exact_quantity(value: object) -> Decimal:
+    """The quantity as written, unrounded (`"2500m"` is 2.5): to tell whole numbers from
+    fractions. Raises QuantityError as `parse_quantity` does."""
+    return _decimal(_text(value))
+
+
+def _text(value: object) -> str:
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int | float):
-        value = repr(value) if isinstance(value, float) else str(value)
+        return repr(value) if isinstance(value, float) else str(value)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity (expected a string like '500m' or '4Gi')")
-    return _parse(value, milli)
+    return value
 
 
-@lru_cache(maxsize=8192)
-def _parse(text: str, milli: bool) -> int:
+def _decimal(text: str) -> Decimal:
     stripped = text.strip()
     if stripped.startswith("-"):
         raise QuantityError(f"{text!r} is negative")
@@ -68,11 +77,15 @@ def _parse(text: str, milli: bool) -> int:
     number, suffix = match.group(1), match.group(2) or ""
     try:
         if suffix in _SUFFIXES:
-            amount = Decimal(number) * _SUFFIXES[suffix]
-        else:
-            amount = Decimal(number) * (Decimal(10) ** int(suffix[1:]))
+            return Decimal(number) * _SUFFIXES[suffix]
+        return Decimal(number) * (Decimal(10) ** int(suffix[1:]))
     except (InvalidOperation, KeyError, OverflowError) as err:
         raise QuantityError(f"{text!r} is not a quantity") from err
+
+
+@lru_cache(maxsize=8192)
+def _parse(text: str, milli: bool) -> int:
+    amount = _decimal(text)
     if milli:
         amount *= 1000
     result = int(amount.to_integral_value(rounding="ROUND_CEILING"))
