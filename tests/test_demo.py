@@ -4,36 +4,29 @@ walk-through of one call per verb."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.serving import free_port
+import pytest
+
+from extender.demo import DATA, DemoServer, run_guarded
+from tests.serving import Served, free_port
 
 
 def test_the_live_demo_runs_jobs_through_gangplank_over_http_and_writes_its_report(
-    tmp_path: Path,
+    tmp_path: Path, temp: Path
 ) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "extender",
-            "demo",
-            "--once",
-            "--port",
-            str(free_port()),
-            "--jobs",
-            "12",
-            "--seconds",
-            "6",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
+    port = free_port()
+    result = _demo_once(
+        temp, "--port", str(port), "--jobs", "12", "--seconds", "6", "--out", str(tmp_path)
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -44,6 +37,7 @@ def test_the_live_demo_runs_jobs_through_gangplank_over_http_and_writes_its_repo
     assert runs[0]["started"] == 12
     assert runs[0]["extender_calls"]["bind"] >= 12
     assert "data:image/png;base64," in (tmp_path / "report.html").read_text()
+    assert not _ready(f"http://127.0.0.1:{port}") and list(temp.iterdir()) == [], "cleaned up"
 
 
 def test_the_curl_demo_serves_and_answers_every_printed_call() -> None:
@@ -73,3 +67,172 @@ def test_the_cli_names_its_commands() -> None:
     assert result.returncode == 0
     for command in ("serve", "demo", "probe"):
         assert command in result.stdout
+
+
+# ---- the demo owns its port and its server ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def leftover_server() -> Iterator[Served]:
+    """A gangplank already serving on a port, as one left running by an earlier demo."""
+    with Served(
+        "--cluster-file", str(DATA / "demo-cluster.yaml"), "--log-level", "error"
+    ) as server:
+        yield server
+
+
+@pytest.mark.parametrize("walk", [[], ["--curl"]], ids=["the live demo", "the curl walk-through"])
+def test_a_demo_on_a_port_another_server_holds_refuses_it_in_one_line_and_writes_nothing(
+    tmp_path: Path, temp: Path, leftover_server: Served, walk: list[str]
+) -> None:
+    result = _demo_once(
+        temp, *walk, "--port", str(leftover_server.port), *SHORT, "--out", str(tmp_path / "report")
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"gangplank demo: cannot listen on 127.0.0.1:{leftover_server.port}: Address already "
+        "in use (a server left running?); pick another port with --port"
+    ]
+    assert not (tmp_path / "report").exists()
+    assert _ready(leftover_server.base), "the other server is left alone"
+
+
+@pytest.mark.parametrize(
+    ("walk", "signum"),
+    [
+        ([], signal.SIGTERM),
+        ([], signal.SIGINT),
+        ([], signal.SIGHUP),
+        (["--curl"], signal.SIGTERM),
+    ],
+    ids=[
+        "the live demo, SIGTERM (kill)",
+        "the live demo, SIGINT (Ctrl-C)",
+        "the live demo, SIGHUP (the terminal closed)",
+        "the curl walk-through, SIGTERM",
+    ],
+)
+def test_a_signal_to_the_demo_stops_its_server_master_and_worker_and_removes_its_temp_folder(
+    tmp_path: Path, temp: Path, walk: list[str], signum: signal.Signals
+) -> None:
+    port = free_port()
+    with (tmp_path / "out.txt").open("wb") as out:
+        demo = subprocess.Popen(
+            [*GANGPLANK_DEMO, *walk, "--port", str(port), "--out", str(tmp_path / "report")],
+            env={**os.environ, "TMPDIR": str(temp)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    server: list[int] = []
+    try:
+        deadline = time.monotonic() + 90
+        while not _ready(f"http://127.0.0.1:{port}"):
+            assert demo.poll() is None, (tmp_path / "out.txt").read_text()
+            assert time.monotonic() < deadline, "the demo's server did not answer /readyz"
+            time.sleep(0.1)
+        server = _descendants(demo.pid)
+        assert len(server) == 2, f"gunicorn's master and its worker: {server}"
+        demo.send_signal(signum)
+        assert demo.wait(timeout=60) == 128 + signum, (tmp_path / "out.txt").read_text()
+        assert [pid for pid in server if _running(pid)] == [], "nothing of its server is left"
+        assert not _ready(f"http://127.0.0.1:{port}")
+        assert list(temp.iterdir()) == [], "its temp folder (the kubeconfig) is removed"
+        assert not (tmp_path / "report").exists()
+        assert f"stopped by {signum.name}" in (tmp_path / "out.txt").read_text()
+    finally:
+        for pid in [demo.pid, *server]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        demo.wait()
+
+
+def test_a_demo_that_cannot_write_its_report_says_so_in_one_line_and_stops_its_server(
+    tmp_path: Path, temp: Path
+) -> None:
+    port = free_port()
+    not_a_folder = tmp_path / "report"
+    not_a_folder.write_text("")
+    result = _demo_once(temp, "--port", str(port), *SHORT, "--out", str(not_a_folder))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"gangplank demo: cannot write the report in {not_a_folder}: File exists"
+    ]
+    assert not _ready(f"http://127.0.0.1:{port}")
+    assert list(temp.iterdir()) == []
+
+
+# A stand-in for `gangplank serve`: a master that forks a worker; both wait to be stopped.
+MASTER_AND_WORKER = "import os, time; os.fork(); time.sleep(120)"
+
+
+@pytest.mark.parametrize(
+    "ending", ["returns", "raises"], ids=["the demo ends", "the demo fails with an error"]
+)
+def test_however_a_demo_ends_its_servers_whole_process_group_is_stopped(ending: str) -> None:
+    started: list[int] = []
+
+    def demo(server: DemoServer) -> int:
+        process = server.start([sys.executable, "-c", MASTER_AND_WORKER, "--bind", "x"])
+        deadline = time.monotonic() + 10
+        while len(started) < 2 and time.monotonic() < deadline:
+            started[:] = [process.pid, *_descendants(process.pid)]
+            time.sleep(0.05)
+        assert len(started) == 2 and os.getpgid(started[1]) == process.pid != os.getpgid(0)
+        if ending == "raises":
+            raise RuntimeError("the demo broke")
+        return 0
+
+    if ending == "raises":
+        with pytest.raises(RuntimeError, match="the demo broke"):
+            run_guarded(free_port(), demo)
+    else:
+        assert run_guarded(free_port(), demo) == 0
+    deadline = time.monotonic() + 5
+    while any(_running(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the worker, orphaned with its master, is reaped by init
+    assert [pid for pid in started if _running(pid)] == []
+
+
+GANGPLANK_DEMO = [sys.executable, "-m", "extender", "demo"]
+SHORT = ("--jobs", "2", "--seconds", "1")  # a run as short as it gets
+
+
+@pytest.fixture
+def temp(tmp_path: Path) -> Path:
+    """The demo's TMPDIR: where its temp folder goes."""
+    (tmp_path / "tmp").mkdir()
+    return tmp_path / "tmp"
+
+
+def _demo_once(temp: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*GANGPLANK_DEMO, "--once", *flags],
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _ready(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _descendants(pid: int) -> list[int]:
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    found = [int(child) for child in children.stdout.split()]
+    return [grand for child in found for grand in [child, *_descendants(child)]]
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

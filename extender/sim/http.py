@@ -13,12 +13,15 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extender.kicker import RETRY_ANNOTATION
 from extender.server import serve_command
 from extender.sim.apiserver import FakeApiServer
 from extender.sim.driver import Filtered, SimPod, Tick
+
+if TYPE_CHECKING:
+    from extender.demo import DemoServer
 
 
 def kubeconfig(url: str, directory: Path) -> Path:
@@ -47,8 +50,11 @@ class HttpExtender:
         policy: Path | None,
         log_level: str = "warning",
         log_path: Path | None = None,
+        server: DemoServer | None = None,
     ) -> None:
         self.port = port
+        # The demo's: gangplank answers on the socket it holds and is stopped as a process group.
+        self.server = server
         self.log_path = log_path  # the server's log goes here (else to this process's stderr)
         self.policy = policy
         self.log_level = log_level
@@ -75,11 +81,12 @@ class HttpExtender:
         self.api.__enter__()
         for node in nodes:
             self.api.put("nodes", node)
+        spawn = subprocess.Popen if self.server is None else self.server.start
         if self.log_path is None:
-            self.process = subprocess.Popen(self.command())
+            self.process = spawn(self.command())
         else:
             with self.log_path.open("ab") as log:
-                self.process = subprocess.Popen(self.command(), stderr=log)
+                self.process = spawn(self.command(), stderr=log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -93,7 +100,9 @@ class HttpExtender:
         raise RuntimeError(f"gangplank did not become ready on {self.base}")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        if self.server is not None:
+            self.server.stop()
+        elif self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)

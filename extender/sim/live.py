@@ -9,12 +9,12 @@ until Ctrl-C, or exits at the end with --once.
 from __future__ import annotations
 
 import sys
-import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from extender.demo import show_queues
+from extender.core.policy import Policy
+from extender.demo import DemoServer, run_guarded, show_queues
 from extender.policy_file import load_policy
 from extender.sim.cluster import load_cluster, node_gpus
 from extender.sim.driver import Driver, Options, WallClock
@@ -68,6 +68,10 @@ class LiveView:
 
 
 def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -> int:
+    return run_guarded(port, lambda server: _live_demo(server, once, jobs, seconds, out))
+
+
+def _live_demo(server: DemoServer, once: bool, jobs: int, seconds: float, out: Path) -> int:
     nodes = load_cluster(str(DATA / "demo-cluster.yaml"))
     policy_path = DATA / "demo-policy.yaml"
     policy = load_policy(policy_path)
@@ -84,7 +88,7 @@ def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -
         min_duration=3.0,
     )
     workload = generate(mix, per_node)
-    extender = HttpExtender(port, policy_path, log_level="error")
+    extender = HttpExtender(server.port, policy_path, log_level="error", server=server)
     clock = WallClock()
     view = LiveView(clock.now, {j.name: j for j in workload})
     print(
@@ -108,21 +112,41 @@ def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -
         progress=progress,
         on_event=view,
     )
-    original_stop = extender.stop
+    original_stop = extender.stop  # the server, the fake API server, the temp folder
     extender.stop = lambda: None  # type: ignore[method-assign]  # kept serving after the run
     try:
+        return _run_and_report(driver, extender, server, policy, once, out)
+    finally:
+        original_stop()
+
+
+def _run_and_report(
+    driver: Driver,
+    extender: HttpExtender,
+    server: DemoServer,
+    policy: Policy,
+    once: bool,
+    out: Path,
+) -> int:
+    try:
         driver.run()
-    except RuntimeError as err:
-        print(f"gangplank demo: {err} (is port {port} taken? try --port)", file=sys.stderr)
-        original_stop()
+    except (RuntimeError, OSError) as err:
+        print(f"gangplank demo: {err}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        original_stop()
-        return 0
+    if not server.alive():  # it died during the run: the figures are not gangplank's
+        print(f"gangplank demo: gangplank on {extender.base} exited; no report", file=sys.stderr)
+        return 1
     runs = [figures(driver, "gangplank", policy)]
     print("\n" + summary(runs))
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(runs, out / "report.json")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(runs, out / "report.json")
+    except OSError as err:
+        print(
+            f"gangplank demo: cannot write the report in {out}: {err.strerror or err}",
+            file=sys.stderr,
+        )
+        return 1
     try:
         write_html(runs, out / "report.html", "gangplank demo", [])
         print(
@@ -134,7 +158,6 @@ def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -
     print(f"\nqueues now (curl -s {extender.base}/queues):")
     show_queues(f"{extender.base}/queues")
     if once:
-        original_stop()
         return 0
     print(
         f"\ngangplank keeps serving on {extender.base}:\n"
@@ -142,10 +165,7 @@ def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -
         f"  gangplank status --url {extender.base}\nCtrl-C stops it.",
         flush=True,
     )
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        original_stop()
+    assert server.process is not None
+    code = server.process.wait()
+    print(f"gangplank demo: gangplank on {extender.base} exited with {code}", file=sys.stderr)
+    return 1
