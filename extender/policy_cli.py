@@ -37,17 +37,53 @@ def summary(policy: Policy) -> list[str]:
     return lines
 
 
-def check_policy(path: str) -> int:
+IMPORTABLE = {"kueue.x-k8s.io": "Kueue", "scheduling.volcano.sh": "Volcano"}
+
+
+def not_a_policy(path: str) -> str | None:
+    """Why `path` is plainly not one policy document, in one line, or None. (What is in a
+    policy document is load_policy's to judge.)"""
     try:
+        documents = [d for d in yaml.safe_load_all(Path(path).read_text()) if d is not None]
+    except (OSError, ValueError, yaml.YAMLError):
+        return None  # load_policy says what is wrong with it
+    groups = {str(d.get("apiVersion", "")).split("/")[0] for d in documents if isinstance(d, dict)}
+    found = sorted(IMPORTABLE[g] for g in groups & IMPORTABLE.keys())
+    if found:
+        kinds = sorted({str(d.get("kind")) for d in documents if isinstance(d, dict)})
+        return (
+            f"{path}: {' and '.join(found)} manifests ({', '.join(kinds)}), not a gangplank "
+            f"policy: convert them with `gangplank policy import {path} > policy.yaml`"
+        )
+    if len(documents) > 1:
+        return f"{path}: {len(documents)} YAML documents; a gangplank policy is one"
+    if not documents or documents == [{}]:
+        return (
+            f"{path}: empty: a policy names its queues under `queues:` (see policies/example.yaml)"
+        )
+    return None
+
+
+def check_policy(path: str) -> int:
+    problem = not_a_policy(path)
+    try:
+        if problem is not None:
+            raise PolicyError(problem)
         policy = load_policy(path)
     except PolicyError as err:
-        print(f"invalid: {err}", file=sys.stderr)
+        print(f"invalid: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     print(f"{path}: valid, {len(policy.queues)} queues")
     for line in summary(policy):
         print(line)
     for warning in policy.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if not policy.queues:
+        print(
+            f"warning: {path} defines no queues: every pod that names a queue will be refused "
+            "(queue ... does not exist)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -28,7 +28,14 @@ from extender.core.pools import Pool, pools
 from extender.core.preemption import Eviction
 from extender.core.queue_report import collect_report, queue_numbers, render_report
 from extender.core.scoring import mix_of
-from extender.core.why import explain, explain_unseen, find_pod, status
+from extender.core.why import (
+    describe_pods,
+    explain,
+    explain_unseen,
+    find_pod,
+    list_pods,
+    status,
+)
 from extender.decision_lock import DecisionLock
 from extender.events import ApiEventRecorder, EventRecorder, LogEventRecorder
 from extender.evictor import ApiEvictor, Evictor, LogEvictor
@@ -181,6 +188,22 @@ class Runtime:
             if pod is None:
                 return explain_unseen(self.scheduler, namespace, name)
             return explain(self.scheduler, snapshot, pod, self.clock())
+
+    def pods(
+        self, limit: int, queue: str | None, namespace: str | None, waiting: bool
+    ) -> dict[str, Any] | None:
+        """gangplank's pods for `gangplank pods` (None: no such queue). Listed from the snapshot
+        and the policy (both immutable: no lock); only the plans of those shown under it."""
+        snapshot, policy = self.store.snapshot(), self.scheduler.policy
+        names = self.scheduler.scheduler_names
+        listed = list_pods(
+            snapshot, policy, names, queue=queue, namespace=namespace, waiting=waiting
+        )
+        if listed is None:
+            return None
+        with self.lock.by("pods"):
+            rows = describe_pods(listed[:limit], self.gangs.planned_node, self.clock())
+        return {"pods": rows, "total": len(listed)}
 
     def pool_figures(self) -> list[Pool]:
         return pools(self.store.snapshot())  # an immutable snapshot: no lock needed

@@ -88,6 +88,14 @@ class Settings:
             _check_policy(self.policy)
         if self.leader_lease and self.leader_lease.count("/") != 1:
             raise SettingsError(f"--leader-lease {self.leader_lease!r} must be NAMESPACE/NAME")
+        for label, seconds in (
+            ("--body-seconds", self.body_seconds),
+            ("--watch-timeout", self.watch_timeout),
+            ("--read-timeout", self.read_timeout),
+            ("--stale-after", self.stale_after),
+        ):
+            if not seconds > 0:  # NaN too
+                raise SettingsError(f"{label} must be more than 0 seconds, not {seconds}")
         if self.reservation_seconds <= 0 or self.hold_seconds < 0:
             raise SettingsError("--reservation-seconds must be > 0 and --hold-seconds >= 0")
         if not self.scheduler_name_set:

@@ -6,37 +6,68 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import yaml
+from flask import Flask
 from werkzeug.serving import make_server
 
 from extender.binder import StoreBinder
 from extender.cli import main as gangplank
+from extender.core.hold import Hold
 from extender.core.policy import parse_policy
 from extender.metrics import Metrics
 from extender.runtime import Runtime
 from extender.web.app import create_app
-from tests.builders import gang_pods, node, policy_doc, queue
+from tests.builders import gang_pods, node, pod, policy_doc, queue
 from tests.cluster import Cluster
 
 
-@pytest.fixture
-def url() -> Iterator[str]:
+def waiting_gang_cluster() -> tuple[Cluster, list[dict[str, Any]]]:
+    """team-a/train, a gang of 4 x 8 GPUs on two 8-GPU nodes (2 fit), and its members; beside
+    it pods that do not wait: a finished gang, a finished single pod, another scheduler's pod."""
     members = gang_pods(
         "train", 4, gpu=8, namespace="team-a", labels={"gangplank.io/queue": "team-a"}
     )
-    cluster = Cluster(nodes=[node("n0"), node("n1")], pods=members)
+    finished = gang_pods("eval", 2, gpu=0, namespace="team-a", node="n1", phase="Succeeded")
+    done = pod("done", namespace="team-a", node="n1", phase="Succeeded")
+    dns = pod("dns", namespace="kube-system", node="n1")
+    dns["spec"]["schedulerName"] = "default-scheduler"
+    cluster = Cluster(nodes=[node("n0"), node("n1")], pods=[*members, *finished, done, dns])
+    return cluster, members
+
+
+@contextmanager
+def serving(app: Flask) -> Iterator[str]:
+    """`app` served on a loopback port, for commands run as people run them."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+@contextmanager
+def waiting_gang_server() -> Iterator[str]:
+    cluster, members = waiting_gang_cluster()
     policy = parse_policy(policy_doc(queue("team-a", namespaces=["team-a"])))
     runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True, policy=policy)
     app = create_app(runtime)
     app.test_client().post("/scheduler/filter", json={"Pod": members[0], "NodeNames": ["n0", "n1"]})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serving(app) as base:
+        yield base
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with waiting_gang_server() as base:
+        yield base
 
 
 def test_why_explains_a_waiting_pod_in_one_line(
@@ -59,7 +90,7 @@ def test_why_answers_json_and_yaml_and_says_when_a_pod_is_unknown(
     assert gangplank(["--url", url, "-o", "yaml", "why", "team-a/train-1"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["job"] == "gang team-a/train"
     assert gangplank(["--url", url, "why", "team-a/nobody"]) == 1
-    assert "pod team-a/nobody is not in gangplank's cache" in capsys.readouterr().err
+    assert "pod team-a/nobody is not in gangplank's view of the cluster" in capsys.readouterr().err
 
 
 def test_status_and_queues_print_tables(url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,3 +151,147 @@ def test_why_explains_the_demo_clusters_waiting_pods_in_one_line() -> None:
         r"nvidia.com/gpu \d+ of max 24 in use, pod team-a/llm-eval needs 4",
         held["line"],
     )
+
+
+def test_why_says_a_finished_pod_finished_and_how_to_list_the_pods_gangplank_holds(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gangplank(["--url", url, "why", "team-a/eval-0"]) == 0
+    assert "finished (Succeeded) on n1" in capsys.readouterr().out.splitlines()[0]
+    assert gangplank(["--url", url, "why", "team-a/done"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "pod team-a/done is not in gangplank's view of the cluster: it finished or was deleted"
+        in (err)
+    )
+    assert "`gangplank pods` lists the pods gangplank holds" in err
+
+
+def test_why_says_another_schedulers_pod_is_not_gangplanks(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gangplank(["--url", url, "why", "kube-system/dns"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "running on n1; not gangplank's: its schedulerName default-scheduler" in line
+
+
+@pytest.mark.parametrize(
+    "flags,listed",
+    [
+        (
+            [],
+            [
+                "team-a/train-0",
+                "team-a/train-1",
+                "team-a/train-2",
+                "team-a/train-3",
+                "team-a/eval-0",
+                "team-a/eval-1",
+            ],
+        ),
+        (["--waiting"], ["team-a/train-0", "team-a/train-1", "team-a/train-2", "team-a/train-3"]),
+        (["--queue", "team-a", "--limit", "2"], ["team-a/train-0", "team-a/train-1"]),
+        (["-n", "kube-system"], []),
+    ],
+    ids=[
+        "waiting pods first, then the rest; not another scheduler's pod nor a finished single one",
+        "only the waiting ones",
+        "one queue, at most two",
+        "one namespace",
+    ],
+)
+def test_pods_lists_the_pods_gangplank_holds(
+    url: str, capsys: pytest.CaptureFixture[str], flags: list[str], listed: list[str]
+) -> None:
+    assert gangplank(["--url", url, "-o", "json", "pods", *flags]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert [p["pod"] for p in answer["pods"]] == listed
+    assert gangplank(["--url", url, "pods", *flags]) == 0
+    out = capsys.readouterr().out
+    if listed:
+        assert out.splitlines()[0].split() == ["POD", "GANG", "QUEUE", "STATE", "WAITING"]
+        first = out.splitlines()[1].split()
+        assert first[:4] == [listed[0], "team-a/train", "team-a", "waiting"]
+        assert re.fullmatch(r"\d+[smhd]", first[4])
+    else:
+        assert out == "no pods\n"
+
+
+def test_pods_says_how_many_more_there_are_and_refuses_an_unknown_queue(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gangplank(["--url", url, "pods", "--limit", "1"]) == 0
+    assert "(5 more: raise --limit, or narrow with --queue, --waiting or -n)" in (
+        capsys.readouterr().out
+    )
+    assert gangplank(["--url", url, "pods", "--queue", "team-z"]) == 1
+    assert "queue 'team-z' does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "query,reason",
+    [
+        ("limit=-1", "limit='-1'"),
+        ("limit=%C2%B2", "limit="),
+        ("waiting=maybe", "waiting='maybe'"),
+        ("namespace=Not_A_Name", "namespace='Not_A_Name'"),
+    ],
+    ids=[
+        "a negative limit",
+        "a limit in superscript digits",
+        "waiting neither true nor false",
+        "a namespace that cannot be",
+    ],
+)
+def test_bad_pods_requests_are_400_with_the_reason(url: str, query: str, reason: str) -> None:
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(f"{url}/pods?{query}")
+    assert err.value.code == 400
+    assert reason in json.loads(err.value.read())["Error"]
+
+
+def test_why_and_status_name_the_hold_by_its_job_not_an_internal_key(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cluster, _ = waiting_gang_cluster()
+    runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True)
+    runtime.gangs.hold = Hold("pod:team-b/solo", time.time() + 60, {}, frozenset(), {}, {})
+    with serving(create_app(runtime)) as base:
+        assert gangplank(["--url", base, "why", "team-a/train-0"]) == 0
+        why = capsys.readouterr().out
+        assert gangplank(["--url", base, "status"]) == 0
+        status = capsys.readouterr().out
+    assert "  hold: freed capacity is kept for pod team-b/solo, first in line (" in why
+    assert "hold: freed capacity is kept for pod team-b/solo, first in line (" in status
+    assert "pod:" not in why + status and "gangplank:" not in why + status
+
+
+def test_status_shows_a_plans_members_and_nodes_after_they_are_bound() -> None:
+    """Found by watching `make demo`: a plan whose members were all bound showed `members: 0,
+    nodes: []` (bound members leave the plan's assignments) until the next filter call tidied
+    it, while the plan's Event and `why` named its node."""
+    members = gang_pods("pair", 2, gpu=8)
+    cluster = Cluster(nodes=[node("n0"), node("n1")], pods=members)
+    runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True)
+    client = create_app(runtime).test_client()
+    client.post("/scheduler/filter", json={"Pod": members[0], "NodeNames": ["n0", "n1"]})
+    plan = runtime.gangs.plans["gangplank:default/pair"]
+    placed = dict(plan.assignments)
+    (before,) = client.get("/status").get_json()["plans"]
+    assert (before["members"], before["bound"], before["nodes"]) == (2, 0, ["n0", "n1"])
+    for member in members:
+        meta = member["metadata"]
+        bind = {
+            "PodName": meta["name"],
+            "PodNamespace": meta["namespace"],
+            "PodUID": meta["uid"],
+            "Node": placed[meta["uid"]],
+        }
+        assert client.post("/scheduler/bind", json=bind).status_code == 200
+    (after,) = client.get("/status").get_json()["plans"]
+    assert (after["members"], after["bound"], after["nodes"]) == (2, 2, ["n0", "n1"])
+    why = client.get("/why?pod=default/pair-0").get_json()
+    assert why["state"] == f"running on {placed[members[0]['metadata']['uid']]}"

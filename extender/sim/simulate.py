@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extender.cli_args import non_negative_float, positive_float, positive_int
 from extender.core.policy import Policy, PolicyError
 from extender.policy_file import load_policy
 from extender.sim.baseline import Baseline
@@ -52,7 +54,7 @@ def parse_variant(text: str, base: Variant) -> Variant:
         if key == "label":
             variant.label = value
         elif key == "cluster":
-            variant.cluster = value
+            variant.cluster = cluster_spec(value)
         elif key == "policy":
             variant.policy = None if value in ("", "none") else value
         elif key == "nodes" and value.lstrip("+").isdigit():
@@ -64,12 +66,40 @@ def parse_variant(text: str, base: Variant) -> Variant:
     return variant
 
 
+def cluster_spec(text: str) -> str:
+    """--cluster as written: a synthetic one must say how many nodes of how many GPUs (files
+    are read, and refused with the reason, when the run starts)."""
+    if text.startswith("synthetic:"):
+        found = re.fullmatch(r"synthetic:(\d+)x(\d+)", text)
+        if found is None or not int(found.group(1)) or not int(found.group(2)):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: write synthetic:NODESxGPUS, at least 1 node of 1 GPU "
+                "(e.g. synthetic:64x8)"
+            )
+    return text
+
+
+def queue_shares(text: str) -> dict[str, float]:
+    """--queues: `queue=share,...` (a queue without `=share` has share 1)."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, share_text = (s.strip() for s in part.partition("="))
+        if not name:
+            raise argparse.ArgumentTypeError(f"{text!r}: a queue name is empty")
+        if name in out:
+            raise argparse.ArgumentTypeError(f"{text!r}: queue {name} is named twice")
+        share = positive_float(share_text) if sep else 1.0
+        out[name] = share
+    return out
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cluster",
         default="synthetic:64x8",
+        type=cluster_spec,
         help="nodes: a `kubectl get nodes -o yaml` dump, a trace node CSV, a traces directory "
-        "(its 4,278-node spot list) or synthetic:NODESxGPUS (default %(default)s)",
+        "(its 4,278-node spot list) or synthetic:NODESxGPUS",
     )
     parser.add_argument(
         "--workload",
@@ -77,15 +107,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="`generated` (a seeded mix, see --jobs/--hours/--load), or an alibaba-gpu-v2023 pod "
         "CSV (or its traces directory) replayed in its own time",
     )
-    parser.add_argument("--jobs", type=int, default=2000, help="jobs to generate")
-    parser.add_argument("--hours", type=float, default=24.0, help="hours the arrivals span")
     parser.add_argument(
-        "--load", type=float, default=0.9, help="GPU-hours asked for, as a share of the cluster's"
+        "--jobs",
+        type=positive_int,
+        default=2000,
+        help="jobs to generate (of a trace: the first this many pods)",
     )
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--hours", type=positive_float, default=24.0, help="hours the arrivals span"
+    )
+    parser.add_argument(
+        "--load",
+        type=positive_float,
+        default=0.9,
+        help="GPU-hours asked for, as a share of the cluster's",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the generated mix")
     parser.add_argument(
         "--queues",
-        help="queue=share,... of arrivals (default: the policy's leaf queues, equal shares)",
+        type=queue_shares,
+        help="queue=share,... of arrivals (default: the policy's open leaf queues, equal shares; "
+        "without a policy team-a, team-b and team-c)",
     )
     parser.add_argument("--policy", help="policy YAML (queues, quotas, preemption, placement)")
     parser.add_argument(
@@ -101,27 +143,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--kick-seconds",
-        type=float,
+        type=positive_float,
         default=5.0,
         help="simulated seconds between gangplank's periodic passes (nudges, holds, reclaim)",
     )
     parser.add_argument(
         "--cycle-ms",
-        type=float,
+        type=non_negative_float,
         default=CYCLE_MS,
         help="simulated milliseconds kube-scheduler spends on one pod (filter, prioritize, "
         "extender round trips): a backlog drains at 1000/cycle-ms pods a second "
-        "(default %(default)s; 0: as fast as it comes)",
+        "(0: as fast as it comes)",
     )
 
 
 def _queues(args: argparse.Namespace, policy: Policy | None) -> dict[str, float]:
     if args.queues:
-        out = {}
-        for part in args.queues.split(","):
-            name, _, share = part.partition("=")
-            out[name.strip()] = float(share or 1)
-        return out
+        queues: dict[str, float] = args.queues
+        for name in queues:
+            if policy is not None and (name not in policy.queues or not policy.is_leaf(name)):
+                leaves = ", ".join(q for q in policy.queues if policy.is_leaf(q))
+                raise ValueError(
+                    f"--queues: {name} is not a leaf queue of {policy.source} (its leaf queues: "
+                    f"{leaves})"
+                )
+        return queues
     if policy is None:
         return {"team-a": 1.0, "team-b": 1.0, "team-c": 1.0}
     return {
@@ -170,6 +216,19 @@ def _progress(total: float, label: str, quiet: bool) -> tuple[Callable[[float], 
     return update, bar
 
 
+def _trace(path: Path, queues: Sequence[str], limit: int, seed: int) -> list[JobSpec]:
+    """The trace's jobs; a file that cannot be one is refused naming --workload."""
+    try:
+        jobs = from_trace(path, queues, limit, seed)
+    except OSError as err:
+        raise ValueError(f"--workload {path}: {err.strerror or err}") from None
+    except ValueError as err:
+        raise ValueError(f"--workload {path}: {err}") from None
+    if not jobs:
+        raise ValueError(f"--workload {path}: no pods in it")
+    return jobs
+
+
 def run_variant(
     variant: Variant, jobs: Sequence[JobSpec], args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -215,15 +274,26 @@ def main(args: argparse.Namespace) -> int:
             jobs = generate(mix, node_gpus(nodes))
         else:
             queues = list(_queues(args, policy)) if (args.queues or policy) else []
-            jobs = from_trace(Path(args.workload), queues, args.jobs, args.seed)
+            jobs = _trace(Path(args.workload), queues, args.jobs, args.seed)
         base = Variant("gangplank", args.cluster, args.policy)
         variants = (
             [parse_variant(args.compare[0], base), parse_variant(args.compare[1], base)]
             if args.compare
             else [base]
         )
+        for variant in variants:  # refused now rather than after the runs before it
+            if variant.policy:
+                load_policy(variant.policy)
+            cluster = variant.cluster
+            if cluster != args.cluster and ":" not in cluster and not Path(cluster).exists():
+                raise ClusterError(f"--compare {variant.label}: {cluster}: no such file")
         if not args.no_baseline:
             variants.append(Variant("kube-scheduler alone", args.cluster, None, baseline=True))
+        if Path(args.out).exists() and not Path(args.out).is_dir():
+            raise ValueError(f"--out {args.out}: a file, not a directory")
+    except argparse.ArgumentTypeError as err:
+        print(f"gangplank simulate: --compare: {err}", file=sys.stderr)
+        return 2
     except (ClusterError, PolicyError, ValueError, OSError) as err:
         print(f"gangplank simulate: {err}", file=sys.stderr)
         return 2

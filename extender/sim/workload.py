@@ -22,6 +22,7 @@ QUEUE_LABEL = "gangplank.io/queue"
 GANG_LABEL = "gangplank.io/gang"
 GANG_SIZE = "gangplank.io/gang-size"
 DEFAULT_PODS = "alibaba-gpu-v2023/openb_pod_list_default.csv"
+TRACE_COLUMNS = ("creation_time", "num_gpu", "cpu_milli", "memory_mib")  # a pod CSV has these
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,14 @@ def from_trace(
     if path.is_dir():
         path = path / DEFAULT_PODS
     with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        missing = [c for c in TRACE_COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ValueError(
+                f"not an alibaba-gpu-v2023 pod CSV: no {', '.join(missing)} column"
+                f"{'s' if len(missing) > 1 else ''}"
+            )
+        rows = list(reader)
     rows = [r for r in rows if r.get("creation_time")]
     rows.sort(key=lambda r: float(r["creation_time"]))
     if limit is not None:

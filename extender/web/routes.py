@@ -10,6 +10,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from extender.core.why import not_held
 from extender.runtime import Runtime
 from extender.web import wire
 from extender.web.verbs import VERBS, Verbs
@@ -43,6 +44,14 @@ def verbs_blueprint(verbs: Verbs, url_prefix: str) -> Blueprint:
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
+def _limit(default: str, what: str) -> int | Response:
+    """The `limit` query parameter, or the 400 that says what it must be."""
+    text = request.args.get("limit", default)
+    if not (text.isascii() and text.isdigit()) or not 0 <= int(text) <= 100_000:
+        return json_response({"Error": f"limit={text!r}: {what}, 0 to 100000"}, 400)
+    return int(text)
+
+
 def health_blueprint(runtime: Runtime) -> Blueprint:
     bp = Blueprint("health", __name__)
 
@@ -58,12 +67,10 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
     @bp.get("/queues")
     def queues() -> Response:
         only = request.args.get("queue") or None
-        limit_text = request.args.get("limit", "20")
-        if not limit_text.isdigit() or not 0 <= int(limit_text) <= 100_000:
-            return json_response(
-                {"Error": f"limit={limit_text!r}: jobs listed per queue, 0 to 100000"}, 400
-            )
-        report = runtime.queue_figures(only, int(limit_text))
+        limit = _limit("20", "jobs listed per queue")
+        if isinstance(limit, Response):
+            return limit
+        report = runtime.queue_figures(only, limit)
         if report is None:
             return json_response(
                 {"policy": None, "queues": [], "reason": "no policy: gangplank runs without queues"}
@@ -86,8 +93,25 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
             )
         answer = runtime.why(namespace, name)
         if answer is None:
+            return json_response({"Error": not_held(namespace, name)}, 404)
+        return json_response(answer)
+
+    @bp.get("/pods")
+    def pods() -> Response:
+        only = request.args.get("queue") or None
+        namespace = request.args.get("namespace") or None
+        waiting = request.args.get("waiting", "")
+        if waiting not in ("", "0", "1", "false", "true"):
+            return json_response({"Error": f"waiting={waiting!r}: true or false"}, 400)
+        if namespace is not None and not _NAME.match(namespace):
+            return json_response({"Error": f"namespace={namespace!r}: not a namespace name"}, 400)
+        limit = _limit("200", "pods listed")
+        if isinstance(limit, Response):
+            return limit
+        answer = runtime.pods(limit, only, namespace, waiting in ("1", "true"))
+        if answer is None:
             return json_response(
-                {"Error": f"pod {namespace}/{name} is not in gangplank's cache"}, 404
+                {"Error": f"queue {only!r} does not exist (`gangplank queues` lists them)"}, 404
             )
         return json_response(answer)
 

@@ -1,0 +1,95 @@
+"""What every gangplank command line shares: a parser whose mistakes are one line, help that
+shows each flag's default, and argument types that say what they want."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import urllib.parse
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+
+class DefaultsFormatter(
+    argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter
+):
+    """`(default: …)` after every flag that has a default worth saying (not None, False or
+    suppressed, and not already in its help); descriptions keep their line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "%(default)" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
+class ExamplesFormatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter):
+    """DefaultsFormatter for a description laid out by hand (examples, paragraphs)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """A mistake on the command line is one line naming the flag and exit code 2 (argparse's
+    own prints the whole usage first); subcommands get the same class and formatter."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _number(kind: Callable[[str], Any], text: str) -> Any:
+    try:
+        value = kind(text)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def above(
+    kind: Callable[[str], Any], floor: float, *, inclusive: bool = False, most: float | None = None
+) -> Any:
+    """An argument type: a number of `kind` above `floor` (or at it, with `inclusive`), and at
+    most `most`."""
+
+    def convert(text: str) -> Any:
+        value = _number(kind, text)
+        if value < floor or (value == floor and not inclusive):
+            bound = f"{floor:g} or more" if inclusive else f"more than {floor:g}"
+            raise argparse.ArgumentTypeError(f"{text} is too small: it must be {bound}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"{text} is too large: it must be {most:g} at most")
+        return value
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+positive_int = above(int, 0)
+positive_float = above(float, 0)
+non_negative_float = above(float, 0, inclusive=True)
+
+
+def port(text: str) -> int:
+    value: int = _number(int, text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1 to 65535)")
+    return value
+
+
+def base_url(text: str) -> str:
+    """An http(s) URL with a host: where a running gangplank answers."""
+    parsed = urllib.parse.urlsplit(text)
+    try:
+        parsed.port  # noqa: B018  # raises on a port that is not a number
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the port is not a number") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:18888)"
+        )
+    return text
