@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.cli import CLIENT_COMMANDS
+from extender.client_cli import CLIENT_COMMANDS
 from tests.serving import Served, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
