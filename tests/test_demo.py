@@ -154,9 +154,9 @@ def test_a_demo_that_cannot_write_its_report_says_so_in_one_line_and_stops_its_s
     not_a_folder = tmp_path / "report"
     not_a_folder.write_text("")
     result = _demo_once(temp, "--port", str(port), *SHORT, "--out", str(not_a_folder))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"gangplank demo: cannot write the report in {not_a_folder}: File exists"
+        f"gangplank demo: --out {not_a_folder}: a file, not a directory"
     ]
     assert not _ready(f"http://127.0.0.1:{port}")
     assert list(temp.iterdir()) == []
