@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +22,101 @@ ROOT = Path(__file__).parent.parent
 MANIFESTS = ROOT / "manifests"
 K8S_VERSION = "1.36.0"
 
+Obj = dict[str, Any]
 
-def kustomization() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
+# What `kubectl kustomize` does with the kustomizations here, done in the test so that it needs
+# no kustomize binary; `test_the_renderer_agrees_with_kubectl_kustomize` compares the two where
+# kubectl is installed. A field it does not apply is refused, not ignored.
+RENDERED_FIELDS = {"apiVersion", "kind", "namespace", "resources", "labels", "images", "patches"}
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass"}
+# Strategic merge: lists of these fields merge item by item on the key; other lists are replaced.
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "volumeMounts": "mountPath",
+    "ports": "containerPort",
+    "topologySpreadConstraints": "topologyKey",
+}
+
+
+def load_yaml(path: Path) -> list[Obj]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def render(directory: Path) -> list[Obj]:
+    """The objects `kubectl kustomize directory` prints (in file order, not kustomize's)."""
+    spec: Obj = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    unknown = set(spec) - RENDERED_FIELDS
+    assert not unknown, f"{directory}: the test's renderer does not apply {sorted(unknown)}"
+    objects: list[Obj] = []
+    for entry in spec.get("resources", []):
+        path = directory / entry
+        objects += render(path) if path.is_dir() else load_yaml(path)
+    for patch in spec.get("patches", []):
+        assert set(patch) == {"path"}, f"{directory}: only `path:` strategic-merge patches"
+        for change in load_yaml(directory / patch["path"]):
+            (target,) = (o for o in objects if identity(o) == identity(change))
+            objects[objects.index(target)] = merge(target, change)
+    if "namespace" in spec:
+        for obj in objects:
+            if obj["kind"] not in CLUSTER_SCOPED:
+                obj["metadata"]["namespace"] = spec["namespace"]
+    for labels in spec.get("labels", []):
+        assert set(labels) == {"pairs"}, f"{directory}: labels on metadata only"
+        for obj in objects:
+            obj["metadata"]["labels"] = {**obj["metadata"].get("labels", {}), **labels["pairs"]}
+    for image in spec.get("images", []):
+        for container in (c for o in objects for c in pod_containers(o)):
+            name, _, tag = container["image"].partition(":")
+            if name == image["name"]:
+                new_tag = image.get("newTag", tag)
+                container["image"] = image.get("newName", name) + (f":{new_tag}" if new_tag else "")
+    return objects
+
+
+def identity(obj: Obj) -> tuple[str, str, str]:
+    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
+def merge(base: Any, patch: Any, field: str = "") -> Any:
+    """A strategic-merge patch of the shapes the overlays use: maps merge (null deletes), lists of
+    MERGE_KEYS merge by their key (new items appended), anything else is replaced."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        assert not any(k.startswith("$") for k in patch), f"{field}: no patch directives"
+        merged = dict(base)
+        for key, value in patch.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = merge(base[key], value, key) if key in base else value
+        return merged
+    if isinstance(base, list) and isinstance(patch, list) and field in MERGE_KEYS:
+        key = MERGE_KEYS[field]
+        merged_list = list(base)
+        for item in patch:
+            same = [i for i, old in enumerate(merged_list) if old[key] == item[key]]
+            if same:
+                merged_list[same[0]] = merge(merged_list[same[0]], item, field)
+            else:
+                merged_list.append(item)
+        return merged_list
+    return patch
+
+
+def pod_containers(obj: Obj) -> list[Obj]:
+    spec = obj.get("spec", {}).get("template", {}).get("spec", {})
+    return [*spec.get("containers", []), *spec.get("initContainers", [])]
+
+
+def kustomization() -> Obj:
+    loaded: Obj = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
     return loaded
 
 
-def objects() -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for name in kustomization()["resources"]:
-        out += [d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d]
-    return out
+def objects() -> list[Obj]:
+    return render(MANIFESTS)
 
 
 def find(kind: str, name: str) -> dict[str, Any]:
@@ -52,6 +138,35 @@ def test_the_kustomization_lists_every_manifest_and_only_existing_files() -> Non
     listed = set(kustomization()["resources"])
     on_disk = {p.name for p in MANIFESTS.glob("*.yaml")} - {"kustomization.yaml"}
     assert listed == on_disk
+
+
+KUSTOMIZATIONS = sorted(p.parent for p in MANIFESTS.rglob("kustomization.yaml"))
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="no kubectl to compare the renderer")
+@pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=lambda d: str(d.relative_to(ROOT)))
+def test_the_renderer_agrees_with_kubectl_kustomize(directory: Path) -> None:
+    done = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    theirs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    assert sorted(render(directory), key=identity) == sorted(theirs, key=identity)
+
+
+def test_every_object_stays_in_the_namespace_its_file_names() -> None:
+    """kube-scheduler's authentication reader is bound in kube-system, where its Role lives: a
+    kustomization `namespace:` would move the binding into gangplank, naming a Role not there."""
+    declared = {
+        (o["kind"], o["metadata"]["name"]): o["metadata"].get("namespace")
+        for name in kustomization()["resources"]
+        for o in load_yaml(MANIFESTS / name)
+    }
+    assert {
+        (o["kind"], o["metadata"]["name"]): o["metadata"].get("namespace") for o in objects()
+    } == declared
+    reader = find("RoleBinding", "gangplank-scheduler-authentication-reader")
+    assert reader["metadata"]["namespace"] == "kube-system"
 
 
 @pytest.mark.parametrize("obj", objects(), ids=lambda o: f"{o['kind']} {o['metadata']['name']}")
