@@ -522,3 +522,15 @@ def test_the_metrics_proxy_serves_gangplanks_metrics_and_none_of_its_verbs(tmp_p
         finally:
             nginx.terminate()
             nginx.wait(timeout=10)
+
+
+def test_the_documented_kubernetes_version_is_the_scheduler_images_and_the_schemas() -> None:
+    image = containers()["kube-scheduler"]["image"]
+    scheduler = re.fullmatch(r"registry\.k8s\.io/kube-scheduler:v(\d+\.\d+)\.\d+", image)
+    documented = re.search(
+        r"^\| Kubernetes \(API server\) \| \*\*(\d+\.\d+)\*\* \|",
+        (ROOT / "docs" / "deploy.md").read_text(),
+        re.M,
+    )
+    assert scheduler and documented
+    assert scheduler[1] == documented[1] == K8S_VERSION.rsplit(".", 1)[0]
