@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_STAMP := $(VENV)/.demo-stamp
 
-.PHONY: install demo test lint types unit bench soak clean prometheus
+.PHONY: install demo test lint types unit bench soak clean prometheus constraints
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,3 +65,24 @@ clean:
 # only; writes its figures into docs/reliability.md and docs/soak.png.
 soak: install
 	$(BIN)/python -m loadtest.soak --minutes 30 --write docs/reliability.md --plot docs/soak.png
+
+# constraints.txt pins every package the image installs (the Dockerfile's and
+# tests/test_installed_package.py's `pip install -c constraints.txt .`). Regenerate it after
+# changing pyproject's dependencies, or to take newer releases: `pip install .` of a copy of what
+# the Dockerfile copies, into a fresh venv, then `pip freeze`. $(PYTHON) must be the Dockerfile's
+# Python (a test compares the two).
+constraints:
+	@set -e; tmp=$$(mktemp -d /tmp/gangplank-constraints.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -r pyproject.toml README.md extender "$$tmp/"; \
+	$(PYTHON) -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet --no-compile "$$tmp"; \
+	{ echo '# Every package the gangplank image installs, pinned: the Dockerfile and'; \
+	  echo '# tests/test_installed_package.py run `pip install -c constraints.txt .`.'; \
+	  "$$tmp/venv/bin/python" -c 'import platform; print("# Resolved on Python", \
+	    ".".join(platform.python_version_tuple()[:2]), platform.machine(), \
+	    "(the Dockerfile base image must be the same Python).")'; \
+	  echo '# Regenerate with `make constraints` (pip install . in a fresh venv, pip freeze).'; \
+	  "$$tmp/venv/bin/python" -m pip freeze --exclude-editable --exclude gangplank; \
+	} > constraints.txt.new; \
+	mv constraints.txt.new constraints.txt; \
+	echo "constraints.txt: $$(grep -vc '^#' constraints.txt) packages pinned"

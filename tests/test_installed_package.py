@@ -3,8 +3,9 @@
 The test extra pulls in much that the server needs by chance (gunicorn's gevent worker imports
 `packaging`, which the test tools bring), so the suite's own venv cannot show that a dependency
 is undeclared. This builds the package the way the Dockerfile does (the same files copied, then
-`pip install .` with no extras; keep the two alike), once per session, then starts
-`gangplank serve` and every console script from it. pip reaches PyPI (its cache is reused).
+`pip install -c constraints.txt .` with no extras; keep the two alike), once per session, then
+starts `gangplank serve` and every console script from it. pip reaches PyPI (its cache is reused).
+constraints.txt pins every package the image gets (`make constraints` writes it).
 """
 
 from __future__ import annotations
@@ -20,14 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from extender.client_cli import CLIENT_COMMANDS
 from tests.serving import Served, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_CLUSTER = ROOT / "extender" / "data" / "demo-cluster.yaml"
-# What the Dockerfile copies into its build context before `pip install .`
-DOCKERFILE_COPIES = ("pyproject.toml", "README.md", "extender")
+CONSTRAINTS = ROOT / "constraints.txt"
+# What the Dockerfile copies into its build context before it installs the package
+DOCKERFILE_COPIES = ("pyproject.toml", "README.md", "constraints.txt", "extender")
+# The Dockerfile's install step: the package alone, no extras, every dependency pinned
+INSTALL = ("pip", "install", "-c", "constraints.txt", ".")
 # Nothing of the repo or of the suite's venv may leak into the fresh one.
 LEAKY = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PIP_NO_CACHE_DIR")
 
@@ -65,11 +71,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     env["PYTHONNOUSERSITE"] = "1"
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    # The Dockerfile's install step, `pip install .` without extras; --no-compile and --quiet
-    # only make it quicker and shorter here. A short network timeout: an unreachable PyPI fails
-    # within a minute, with pip's reason below.
+    # The Dockerfile's install step (INSTALL); --no-compile and --quiet only make it quicker and
+    # shorter here. A short network timeout: an unreachable PyPI fails within a minute, with
+    # pip's reason below.
+    pip, verb, *arguments = INSTALL
     install = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "--no-compile", "--quiet", "--timeout", "20", "."],
+        [str(venv / "bin" / pip), verb, "--no-compile", "--quiet", "--timeout", "20", *arguments],
         cwd=source,
         env=env,
         capture_output=True,
@@ -79,8 +86,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     if install.returncode != 0:
         tail = "\n".join((install.stdout + install.stderr).splitlines()[-15:])
         pytest.fail(
-            "`pip install .` of the package into a fresh venv failed (it needs PyPI or pip's "
-            f"cache; is the network reachable?):\n{tail}",
+            f"`{' '.join(INSTALL)}` of the package into a fresh venv failed (it needs PyPI or "
+            f"pip's cache; is the network reachable?):\n{tail}",
             pytrace=False,
         )
     yield Installed(bin=venv / "bin", env=env, cwd=root)
@@ -139,4 +146,49 @@ def test_the_dockerfile_installs_what_this_test_installs() -> None:
     }
     assert copied == set(DOCKERFILE_COPIES)
     installs = [line for line in dockerfile.splitlines() if line.startswith("RUN ")]
-    assert installs == ["RUN pip install . && rm -rf /src"], "the package alone, no extras"
+    assert installs == [f"RUN {' '.join(INSTALL)} && rm -rf /src"], "no extras, pinned"
+
+
+def pins() -> dict[str, str]:
+    """constraints.txt as {canonical name: version}; every line a comment or `name==version`."""
+    out: dict[str, str] = {}
+    for line in CONSTRAINTS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, equals, version = line.partition("==")
+            assert equals and version and " " not in line, f"constraints.txt: {line!r} is no pin"
+            out[canonicalize_name(name)] = version
+    return out
+
+
+def test_every_runtime_dependency_is_pinned_at_a_version_pyproject_admits() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pinned = pins()
+    problems = []
+    for requirement in map(Requirement, declared):
+        version = pinned.get(canonicalize_name(requirement.name))
+        if version is None:
+            problems.append(f"{requirement.name} is not pinned")
+        elif not requirement.specifier.contains(version, prereleases=True):
+            problems.append(f"{requirement.name}=={version} is outside {requirement.specifier}")
+    assert not problems, "; ".join(problems) + ": run `make constraints`"
+
+
+def test_the_dockerfile_base_image_is_the_python_the_constraints_were_resolved_on() -> None:
+    base = re.search(r"^FROM python:(\d+\.\d+)\S*", (ROOT / "Dockerfile").read_text(), re.M)
+    resolved = re.search(r"^# Resolved on Python (\d+\.\d+) ", CONSTRAINTS.read_text(), re.M)
+    assert base and resolved, "Dockerfile FROM python:X.Y and constraints.txt's header"
+    assert base[1] == resolved[1], (
+        f"the image runs Python {base[1]}, constraints.txt was resolved on {resolved[1]}"
+    )
+
+
+def test_the_fresh_venv_holds_exactly_the_pinned_packages(installed: Installed) -> None:
+    """Nothing the package pulls in is left unpinned: a dependency added to pyproject without
+    `make constraints`, or a new transitive one, shows here."""
+    frozen = installed.run("pip", "freeze", "--exclude-editable", "--exclude", "gangplank")
+    assert frozen.returncode == 0, frozen.stderr
+    got = {
+        canonicalize_name(name): version
+        for name, _, version in (line.partition("==") for line in frozen.stdout.split())
+    }
+    assert got == pins(), "run `make constraints`"
