@@ -49,6 +49,9 @@ from extender.settings import Settings
 
 REDISCOVER_SECONDS = 3.0  # how often a PodGroup kind that pods wait for is looked for again
 LEARN_SECONDS = 60.0  # how often the mix of job shapes placement scores keep room for is counted
+# How long after the view is fresh again the pending pods are looked through: the resumed watches
+# deliver what happened meanwhile first.
+CATCH_UP_SECONDS = 1.0
 
 log = logging.getLogger("gangplank")
 
@@ -108,7 +111,13 @@ class Runtime:
             on_kick=lambda n: metrics.kicks.inc(n),
             after=self.tell_untold,
             every=self.rediscover,
+            on_lead=self.adopt_pending,
         )
+        # When to ask the core about every pending pod of the profile (`adopt_pending`): at the
+        # first pass once the scheduler leads (at start too), CATCH_UP_SECONDS after the view is
+        # fresh again; never before the first full lists. Infinity: not due.
+        self._adopt_at = float("inf")
+        self._was_stale = False
         self._rediscovered_at = float("-inf")
         metrics.watch_cache(store.counts, self._contacts, stale=self.staleness)
         metrics.watch_gangs(self.gang_counts)
@@ -175,10 +184,18 @@ class Runtime:
         reclaim planning, and the evictions planned since the last pass."""
         self.learn_mix()
         stale = self.staleness()
+        if self._was_stale and not stale:  # fresh again: what was parked meanwhile may go ahead
+            self.adopt_pending(after=CATCH_UP_SECONDS)
+        self._was_stale = bool(stale)
+        adopt = time.monotonic() >= self._adopt_at and not stale and self.synced()
         with self.lock.by("periodic pass"):
             snapshot = self.store.snapshot()
             self.scheduler.stale = stale
-            refs = self.scheduler.kick_candidates(snapshot, self.clock())
+            refs: list[tuple[str, str]] = []
+            if adopt:
+                self._adopt_at = float("inf")
+                refs = self.scheduler.adopt_pending(snapshot, self.clock())
+            refs += self.scheduler.kick_candidates(snapshot, self.clock())
             # Evictions planned before the view went stale wait until it is fresh again, and so
             # do they if the replica has learned, since this pass began, that its scheduler no
             # longer leads (the last answer: no API call under the lock).
@@ -189,6 +206,16 @@ class Runtime:
         self._untold.append((notices, snapshot))
         self.publish()
         return refs
+
+    def adopt_pending(self, after: float = 0.0) -> None:
+        """Have the first periodic pass `after` seconds from now that runs on a synced, fresh
+        view ask the core about every pending pod of the profile (`Coordinator.adopt_pending`):
+        kube-scheduler may hold some parked that this process never saw filtered, and would
+        retry them only on a cluster event or its 5-minute flush."""
+        self._adopt_at = min(self._adopt_at, time.monotonic() + after)
+
+    def synced(self) -> bool:
+        return self._preloaded or all(r.synced.is_set() for r in self.reflectors)
 
     def learn_mix(self) -> None:
         """Every minute, the mix of job shapes placement scores keep room for, counted on a
