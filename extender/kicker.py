@@ -8,10 +8,11 @@ updates them itself — an annotation patch — as soon as its own view says the
 planned. Only while its kube-scheduler is the leader: the other replica's pods are not parked.
 
 What it remembers of parked pods lives in memory, so when it starts, when its scheduler takes the
-Lease, and when its view is fresh again after an outage, it asks the core once about every
-pending pod of the profile (`Runtime.adopt_pending`): kube-scheduler may hold pods parked that
-this process never saw filtered, and without a nudge they would wait for its 5-minute flush.
-Nudges go out at most `max_per_pass` a pass; the rest follow in the next passes.
+Lease, and when its view is fresh again after an outage, the core is asked once about every
+pending pod of the profile (`Coordinator.adopt_pending`, wired in `Runtime`): kube-scheduler may
+hold pods parked that this process never saw filtered, and without a nudge they would wait for
+its 5-minute flush. Nudges go out at most `max_per_pass` a pass; the rest follow in the next
+passes.
 """
 
 from __future__ import annotations
@@ -153,9 +154,10 @@ class Kicker:
     ) -> None:
         self._after = after  # slower work of the pass (Events), once the nudges are out
         self._every = every  # work of every pass, leading or not (looking for late CRDs)
-        # Called on the first pass that leads: at start, or when the scheduler takes the Lease.
+        # Called on the first pass that leads after one that did not: the scheduler took the
+        # Lease (not at start: the runtime looks through its pods once the lists are in).
         self._on_lead = on_lead
-        self._leading = False
+        self._leading: bool | None = None  # None: not asked yet
         self._max_per_pass = max_per_pass
         self._backlog: dict[tuple[str, str], None] = {}  # nudges left for the next passes
         self._candidates = candidates
@@ -172,9 +174,9 @@ class Kicker:
             self._leading = False
             self._backlog.clear()  # the other replica's scheduler has its own pods parked
             return 0
-        if not self._leading:
-            self._leading = True
+        if self._leading is False:
             self._on_lead()
+        self._leading = True
         self._backlog.update(dict.fromkeys(self._candidates()))
         refs = list(itertools.islice(self._backlog, self._max_per_pass))
         for ref in refs:

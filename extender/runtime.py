@@ -110,13 +110,15 @@ class Runtime:
             kick_interval,
             on_kick=lambda n: metrics.kicks.inc(n),
             after=self.tell_untold,
-            every=self.rediscover,
-            on_lead=self.adopt_pending,
+            every=self.every_pass,
+            on_lead=self.lead_taken,
         )
-        # When to ask the core about every pending pod of the profile (`adopt_pending`): at the
-        # first pass once the scheduler leads (at start too), CATCH_UP_SECONDS after the view is
-        # fresh again; never before the first full lists. Infinity: not due.
-        self._adopt_at = float("inf")
+        # The core is asked about every pending pod of the profile (`adopt_pending`) once the
+        # first full lists are in (before /readyz says ready), at the first pass after the
+        # scheduler takes the Lease, and CATCH_UP_SECONDS after the view is fresh again.
+        self._adopted_at_start = False
+        self._adopt_at = float("inf")  # when next (infinity: not due)
+        self._adopted: list[tuple[str, str]] = []  # pods it found may go ahead, to nudge
         self._was_stale = False
         self._rediscovered_at = float("-inf")
         metrics.watch_cache(store.counts, self._contacts, stale=self.staleness)
@@ -185,16 +187,16 @@ class Runtime:
         self.learn_mix()
         stale = self.staleness()
         if self._was_stale and not stale:  # fresh again: what was parked meanwhile may go ahead
-            self.adopt_pending(after=CATCH_UP_SECONDS)
+            self._adopt_at = min(self._adopt_at, time.monotonic() + CATCH_UP_SECONDS)
         self._was_stale = bool(stale)
         adopt = time.monotonic() >= self._adopt_at and not stale and self.synced()
         with self.lock.by("periodic pass"):
             snapshot = self.store.snapshot()
             self.scheduler.stale = stale
-            refs: list[tuple[str, str]] = []
+            refs, self._adopted = self._adopted, []
             if adopt:
                 self._adopt_at = float("inf")
-                refs = self.scheduler.adopt_pending(snapshot, self.clock())
+                refs += self.scheduler.adopt_pending(snapshot, self.clock())
             refs += self.scheduler.kick_candidates(snapshot, self.clock())
             # Evictions planned before the view went stale wait until it is fresh again, and so
             # do they if the replica has learned, since this pass began, that its scheduler no
@@ -207,12 +209,30 @@ class Runtime:
         self.publish()
         return refs
 
-    def adopt_pending(self, after: float = 0.0) -> None:
-        """Have the first periodic pass `after` seconds from now that runs on a synced, fresh
-        view ask the core about every pending pod of the profile (`Coordinator.adopt_pending`):
-        kube-scheduler may hold some parked that this process never saw filtered, and would
-        retry them only on a cluster event or its 5-minute flush."""
-        self._adopt_at = min(self._adopt_at, time.monotonic() + after)
+    def lead_taken(self) -> None:
+        """The scheduler took the Lease: the next pass asks the core about every pending pod of
+        the profile (`Coordinator.adopt_pending`). kube-scheduler may hold some parked that this
+        process never saw filtered, and would retry them only on a cluster event or its
+        5-minute flush."""
+        self._adopted = []  # found while standing by: looked for again now
+        self._adopt_at = time.monotonic()
+
+    def adopt_at_start(self) -> None:
+        """Once the first full lists are in: the same for the pods of the cluster as this process
+        found it (any of them may have been parked before it started). Done by the first pass or
+        readiness check that sees the lists in; its finds are nudged by the first pass that
+        leads."""
+        if self._adopted_at_start or not self.synced():
+            return
+        with self.lock.by("pending pods looked through"):
+            if not self._adopted_at_start:
+                self._adopted_at_start = True
+                self._adopted += self.scheduler.adopt_pending(self.store.snapshot(), self.clock())
+
+    def every_pass(self) -> None:
+        """Work of every pass, leading or not."""
+        self.adopt_at_start()
+        self.rediscover()
 
     def synced(self) -> bool:
         return self._preloaded or all(r.synced.is_set() for r in self.reflectors)
@@ -355,11 +375,13 @@ class Runtime:
         """Ready once every kind has been listed in full (or the view came from a file)."""
         if self._preloaded:
             self._settle_heap()
+            self.adopt_at_start()
             return True, "cluster view loaded from file"
         waiting = [r.kind for r in self.reflectors if not r.synced.is_set()]
         if waiting:
             return False, f"waiting for the first full list of {', '.join(waiting)}"
         self._settle_heap()
+        self.adopt_at_start()
         stale = self.staleness()
         if stale:
             # Still ready: kube-scheduler keeps calling, so pods outside gangs and queues keep

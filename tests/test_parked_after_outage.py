@@ -158,22 +158,23 @@ def test_a_restarted_gangplank_nudges_the_parked_pods_it_never_filtered_and_they
 def test_taking_the_lease_nudges_the_parked_pods_the_new_leader_never_filtered(
     api: FakeApiServer,
 ) -> None:
-    """b stands by, warm, and never saw the gang filtered (a's scheduler parked it). The
-    PodGroup it waited for comes while a leads; a dies before nudging it (its memory goes with
-    it), and b's scheduler takes the Lease with the pods still parked: b nudges them, and only
-    once its scheduler leads (a standby nudges nothing)."""
-    volcano_gang(api, Path())
+    """b stands by, warm; the gang's pods came after b started, and a's scheduler parked them
+    (waiting for their PodGroup): b never saw them filtered. The PodGroup comes after a died
+    (its memory went with it), and b's scheduler takes the Lease with the pods still parked. A
+    real kube-scheduler that starts leading tries every pending pod once, so this is the worst
+    case: b nudges them once its scheduler leads, and not before."""
     api.state.leases[LEASE] = "a_1f2e"
     with Extender(api, identity="b") as b:
+        keys = volcano_gang(api, Path())
         with Extender(api, identity="a") as a:
             scheduler = KubeScheduler(api, a)
-            park(scheduler, ["default/ring-0", "default/ring-1"])
+            park(scheduler, keys)
         podgroup_created(api, Path())
         time.sleep(1.0)  # ten passes of b's kicker, standing by
         assert nudged(api) == set(), "a standby nudges nothing"
         api.state.leases[LEASE] = "b_9c0d"
         scheduler.extender = b
-        wait_until_started(scheduler, ["default/ring-0", "default/ring-1"])
+        wait_until_started(scheduler, keys)
     assert {"ring-0", "ring-1"} <= nudged(api)
 
 
