@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -35,15 +34,6 @@ def add_nodes(api: FakeApiServer, count: int, first: int = 0) -> None:
         api.put("nodes", node(f"n{i}", gpu=8, cpu="64"))
 
 
-def bound(api: FakeApiServer, prefix: str) -> dict[str, str]:
-    with api.cond:
-        return {
-            p["metadata"]["name"]: p["spec"]["nodeName"]
-            for p in api.state.objects["pods"].values()
-            if p["metadata"]["name"].startswith(prefix) and p["spec"].get("nodeName")
-        }
-
-
 def nudged(api: FakeApiServer) -> set[str]:
     with api.cond:
         return {name for _, name, _ in api.state.patches}
@@ -60,7 +50,7 @@ def wait_until_started(scheduler: KubeScheduler, keys: list[str]) -> None:
     names = {key.split("/")[1] for key in keys}
 
     def started() -> bool:
-        return names <= set(bound(api, ""))
+        return names <= set(scheduler.bound())
 
     scheduler.settle(timeout=15, until=started)
     assert started(), (
@@ -77,10 +67,14 @@ def team_a_policy(path: Path, max_gpus: int) -> None:
     path.write_text(yaml.safe_dump(doc))
 
 
-def running(name: str, node_name: str, namespace_: str = "default") -> dict[str, Any]:
-    busy = pod(name, gpu=8, namespace=namespace_, node=node_name)
+def team_a_at_its_max(api: FakeApiServer, path: Path, nodes: int) -> None:
+    """team-a may use 8 GPUs, and uses them: a pod of 8 runs on the last of `nodes` nodes."""
+    team_a_policy(path, 8)
+    api.put("namespaces", namespace("team-a"))
+    add_nodes(api, nodes)
+    busy = pod("first", gpu=8, namespace="team-a", node=f"n{nodes - 1}")
     busy["status"] = {"phase": "Running", "startTime": "2026-12-01T00:00:00Z"}
-    return busy
+    api.put("pods", busy)
 
 
 def volcano_gang(api: FakeApiServer, path: Path) -> list[str]:
@@ -93,11 +87,8 @@ def volcano_gang(api: FakeApiServer, path: Path) -> list[str]:
 
 
 def queued_gang(api: FakeApiServer, path: Path) -> list[str]:
-    """team-a is at its max (8 GPUs, all in use): its gang is refused by quota."""
-    team_a_policy(path, 8)
-    api.put("namespaces", namespace("team-a"))
-    add_nodes(api, 3)
-    api.put("pods", running("first", "n2", "team-a"))
+    """team-a is at its max: its gang is refused by quota."""
+    team_a_at_its_max(api, path, 3)
     for member in gang_pods("ring", 2, gpu=8, namespace="team-a"):
         api.put("pods", member)
     return ["team-a/ring-0", "team-a/ring-1"]
@@ -105,10 +96,7 @@ def queued_gang(api: FakeApiServer, path: Path) -> list[str]:
 
 def queued_pod(api: FakeApiServer, path: Path) -> list[str]:
     """The same with a single pod, no gang."""
-    team_a_policy(path, 8)
-    api.put("namespaces", namespace("team-a"))
-    add_nodes(api, 2)
-    api.put("pods", running("first", "n1", "team-a"))
+    team_a_at_its_max(api, path, 2)
     api.put("pods", pod("solo", gpu=8, namespace="team-a"))
     return ["team-a/solo"]
 
@@ -245,8 +233,8 @@ def test_after_a_minute_without_the_api_server_a_gang_with_room_starts_within_5_
         add_nodes(api, 1, first=3)
         back = manual_time.now()
         manual_time.advance(5)
-        scheduler.settle(timeout=15, until=lambda: len(bound(api, "ring")) == 4)
-        assert len(bound(api, "ring")) == 4, (
+        scheduler.settle(timeout=15, until=lambda: len(scheduler.bound("ring")) == 4)
+        assert len(scheduler.bound("ring")) == 4, (
             f"not started {manual_time.now() - back:.0f} s after the API server came back: "
             f"{watches_down(extender_)}; {scheduler.reasons}"
         )
