@@ -6,11 +6,19 @@ is created, kube-scheduler may retry the parked members before gangplank's cache
 new pod; rejected again, they would wait for the periodic flush (up to 5 minutes). So gangplank
 updates them itself — an annotation patch — as soon as its own view says the gang can be
 planned. Only while its kube-scheduler is the leader: the other replica's pods are not parked.
+
+What it remembers of parked pods lives in memory, so when it starts, when its scheduler takes the
+Lease, and when its view is fresh again after an outage, the core is asked once about every
+pending pod of the profile (`Coordinator.adopt_pending`, wired in `Runtime`): kube-scheduler may
+hold pods parked that this process never saw filtered, and without a nudge they would wait for
+its 5-minute flush. Nudges go out at most `max_per_pass` a pass; the rest follow in the next
+passes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import threading
@@ -25,6 +33,7 @@ from kubernetes.client.exceptions import ApiException
 log = logging.getLogger("gangplank.kick")
 
 RETRY_ANNOTATION = "gangplank.io/retry-at"
+MAX_NUDGES_PER_PASS = 500  # at most this many patches a pass (a pass every 0.5 s)
 
 
 class Leadership(Protocol):
@@ -162,9 +171,17 @@ class Kicker:
         on_kick: Callable[[int], None] = lambda n: None,
         after: Callable[[], None] = lambda: None,
         every: Callable[[], None] = lambda: None,
+        on_lead: Callable[[], None] = lambda: None,
+        max_per_pass: int = MAX_NUDGES_PER_PASS,
     ) -> None:
         self._after = after  # slower work of the pass (Events), once the nudges are out
         self._every = every  # work of every pass, leading or not (looking for late CRDs)
+        # Called on the first pass that leads after one that did not: the scheduler took the
+        # Lease (not at start: the runtime looks through its pods once the lists are in).
+        self._on_lead = on_lead
+        self._leading: bool | None = None  # None: not asked yet
+        self._max_per_pass = max_per_pass
+        self._backlog: dict[tuple[str, str], None] = {}  # nudges left for the next passes
         self._candidates = candidates
         self._patcher = patcher
         self.leadership = leadership
@@ -176,12 +193,20 @@ class Kicker:
     def run_once(self) -> int:
         self._every()
         if not self.leadership.is_leader():
+            self._leading = False
+            self._backlog.clear()  # the other replica's scheduler has its own pods parked
             return 0
-        refs = self._candidates()
-        for namespace, name in refs:
-            self._patcher.kick(namespace, name)
+        if self._leading is False:
+            self._on_lead()
+        self._leading = True
+        self._backlog.update(dict.fromkeys(self._candidates()))
+        refs = list(itertools.islice(self._backlog, self._max_per_pass))
+        for ref in refs:
+            del self._backlog[ref]
+            self._patcher.kick(*ref)
         if refs:
-            log.info("nudged %d parked gang member(s) to be retried now", len(refs))
+            later = f" ({len(self._backlog)} more in the next passes)" if self._backlog else ""
+            log.info("nudged %d parked pod(s) to be retried now%s", len(refs), later)
             self._on_kick(len(refs))
         self._after()
         return len(refs)

@@ -57,6 +57,9 @@ from extender.settings import Settings
 
 REDISCOVER_SECONDS = 3.0  # how often a PodGroup kind that pods wait for is looked for again
 LEARN_SECONDS = 60.0  # how often the mix of job shapes placement scores keep room for is counted
+# How long after the view is fresh again the pending pods are looked through: the resumed watches
+# deliver what happened meanwhile first.
+CATCH_UP_SECONDS = 1.0
 
 log = logging.getLogger("gangplank")
 
@@ -113,7 +116,6 @@ class Runtime:
         patcher = patcher or LogPatcher()
         self.recorder = PlanRecorder(patcher)
         self._plans_restored = False  # the records of earlier processes read back (see below)
-        self._was_leading = False
         self.kicker = Kicker(
             self.kick_candidates,
             patcher,
@@ -122,7 +124,15 @@ class Runtime:
             on_kick=lambda n: metrics.kicks.inc(n),
             after=self.tell_untold,
             every=self.every_pass,
+            on_lead=self.lead_taken,
         )
+        # The core is asked about every pending pod of the profile (`adopt_pending`) once the
+        # first full lists are in (before /readyz says ready), at the first pass after the
+        # scheduler takes the Lease, and CATCH_UP_SECONDS after the view is fresh again.
+        self._adopted_at_start = False
+        self._adopt_at = float("inf")  # when next (infinity: not due)
+        self._adopted: list[tuple[str, str]] = []  # pods it found may go ahead, to nudge
+        self._was_stale = False
         self._rediscovered_at = float("-inf")
         metrics.watch_cache(store.counts, self._contacts, stale=self.staleness)
         metrics.watch_gangs(self.gang_counts)
@@ -211,20 +221,11 @@ class Runtime:
     def leading(self) -> bool:
         return self.kicker.leadership.last_known()
 
-    def every_pass(self) -> None:
-        """Every kicker pass, leading or not: late PodGroup kinds, and on taking the Lease the
-        plans recorded by the replica that led are read back (at the next pass or call)."""
-        self.rediscover()
-        leading = self.leading()
-        if leading and not self._was_leading:
-            self._plans_restored = False
-        self._was_leading = leading
-
     def restore_plans(self) -> None:
         """Once the cache holds the whole cluster (after a start, and again on taking the
         Lease): the plans earlier processes recorded, back in the decision state, before any
         decision is made on the view (`core/plan_record.py`)."""
-        if self._plans_restored or not self._synced():
+        if self._plans_restored or not self.synced():
             return
         with self.lock.by("plans restored"):
             if self._plans_restored:
@@ -234,19 +235,24 @@ class Runtime:
         if restored:
             log.info("restored %d plan(s) recorded before this process led", restored)
 
-    def _synced(self) -> bool:
-        return self._preloaded or all(r.synced.is_set() for r in self.reflectors if not r.absent)
-
     def kick_candidates(self) -> list[tuple[str, str]]:
         """The periodic pass (only while this replica's scheduler leads): holds, nudges,
         reclaim planning, and the evictions planned since the last pass."""
         self.restore_plans()
         self.learn_mix()
         stale = self.staleness()
+        if self._was_stale and not stale:  # fresh again: what was parked meanwhile may go ahead
+            self._adopt_at = min(self._adopt_at, time.monotonic() + CATCH_UP_SECONDS)
+        self._was_stale = bool(stale)
+        adopt = time.monotonic() >= self._adopt_at and not stale and self.synced()
         with self.lock.by("periodic pass"):
             snapshot = self.store.snapshot()
             self.scheduler.stale = stale
-            refs = self.scheduler.kick_candidates(snapshot, self.clock())
+            refs, self._adopted = self._adopted, []
+            if adopt:
+                self._adopt_at = float("inf")
+                refs += self.scheduler.adopt_pending(snapshot, self.clock())
+            refs += self.scheduler.kick_candidates(snapshot, self.clock())
             # Evictions planned before the view went stale wait until it is fresh again, and so
             # do they if the replica has learned, since this pass began, that its scheduler no
             # longer leads (the last answer: no API call under the lock).
@@ -262,6 +268,36 @@ class Runtime:
         self._untold.append((notices, snapshot))
         self.publish()
         return refs
+
+    def lead_taken(self) -> None:
+        """The scheduler took the Lease: its plans are read back from their records at the next
+        pass or call, and the next pass asks the core about every pending pod of the profile
+        (`Coordinator.adopt_pending`). kube-scheduler may hold some parked that this
+        process never saw filtered, and would retry them only on a cluster event or its
+        5-minute flush."""
+        self._adopted = []  # found while standing by: looked for again now
+        self._adopt_at = time.monotonic()
+        self._plans_restored = False  # the plans the replica that led recorded: read back
+
+    def adopt_at_start(self) -> None:
+        """Once the first full lists are in: the same for the pods of the cluster as this process
+        found it (any of them may have been parked before it started). Done by the first pass or
+        readiness check that sees the lists in; its finds are nudged by the first pass that
+        leads."""
+        if self._adopted_at_start or not self.synced():
+            return
+        with self.lock.by("pending pods looked through"):
+            if not self._adopted_at_start:
+                self._adopted_at_start = True
+                self._adopted += self.scheduler.adopt_pending(self.store.snapshot(), self.clock())
+
+    def every_pass(self) -> None:
+        """Work of every pass, leading or not."""
+        self.adopt_at_start()
+        self.rediscover()
+
+    def synced(self) -> bool:
+        return self._preloaded or all(r.synced.is_set() for r in self.reflectors)
 
     def learn_mix(self) -> None:
         """Every minute, the mix of job shapes placement scores keep room for, counted on a
@@ -425,11 +461,13 @@ class Runtime:
         """Ready once every kind has been listed in full (or the view came from a file)."""
         if self._preloaded:
             self._settle_heap()
+            self.adopt_at_start()
             return True, "cluster view loaded from file"
         waiting = [r.kind for r in self.reflectors if not r.synced.is_set()]
         if waiting:
             return False, f"waiting for the first full list of {', '.join(waiting)}"
         self._settle_heap()
+        self.adopt_at_start()
         stale = self.staleness()
         if stale:
             # Still ready: kube-scheduler keeps calling, so pods outside gangs and queues keep

@@ -572,6 +572,53 @@ class Coordinator:
             del self.plan_queues[gang]
         return refs
 
+    def adopt_pending(self, snapshot: Snapshot, now: float) -> list[tuple[str, str]]:
+        """Once after a start, on taking the Lease, and when the view is fresh again: each
+        pending pod of the profile is remembered as its filter would have left it, because
+        kube-scheduler may hold it parked unseen by this process (which was not running, not
+        leading, or not fresh). A job its queue refuses is refused; a gang member waits (invalid,
+        incomplete or lacking room); the kick path nudges each once its job may go ahead. Returns
+        the pods that may go ahead now: planned ones, and single pods their queue admits."""
+        self._now = now
+        jobs: dict[str, list[PodInfo]] = {}
+        for waiting in snapshot.queue_pending.values():
+            for pod in waiting:
+                if pod.scheduler_name in self.scheduler_names and pod.active and not pod.node_name:
+                    jobs.setdefault(job_key(pod), []).append(pod)
+        ready: list[tuple[str, str]] = []
+        for key, members in jobs.items():
+            pods: list[PodInfo] = []
+            for pod in members:
+                if self.gangs.planned_node(pod) is not None:
+                    ready.append((pod.namespace, pod.name))
+                else:
+                    pods.append(pod)
+            if not pods:
+                continue
+            queue, rule = self.queue_of(pods[0]) if self.policy is not None else (None, "")
+            if rule:
+                rule = "unknown-queue"
+            elif queue is not None:
+                verdict = self._admit(snapshot, key, pods[0], queue)
+                rule = verdict.rule if verdict is not None and not verdict.ok else ""
+            if rule:
+                entry = self.refused.get(key)
+                if entry is None or entry.rule != rule:
+                    entry = self.refused[key] = Refused(queue or "", rule, now)
+                entry.pods.update({p.uid: (p.namespace, p.name) for p in pods})
+                continue
+            gang = None if key.startswith("pod:") else resolve_gang(snapshot, key)
+            if gang is None or gang.basic:
+                if queue is not None:  # its queue admits it now
+                    ready += [(p.namespace, p.name) for p in pods]
+                continue
+            kind = "invalid" if gang.problem else "no-room"
+            if not gang.problem and len(gang.members) < gang.size:
+                kind = "incomplete"
+            for pod in pods:
+                self.gangs.note_waiting(gang, pod, kind, now)
+        return ready
+
     def _manage_hold(self, snapshot: Snapshot, book: QueueBook, now: float) -> None:
         """The hold goes to the first job of the fair line that its quota admits."""
         for job in self.admissible(book):
