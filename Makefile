@@ -38,18 +38,20 @@ types: install
 unit: install
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-# promtool (Debian's prometheus package) for the alert tests: installed where we are root with
-# apt; elsewhere those tests are skipped, and pytest's summary says so.
+# Real servers some tests run (Debian's packages): promtool and prometheus for the alert and
+# live-Prometheus tests, nginx for the production overlay's metrics proxy. Installed where we are
+# root with apt; elsewhere those tests are skipped, and pytest's summary says so.
+SERVER_PACKAGES := prometheus nginx
 prometheus:
-	@if command -v promtool >/dev/null 2>&1; then :; \
+	@if command -v promtool >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing Debian's prometheus package (promtool) for the alert tests"; \
-	  { apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || \
+	  echo "installing Debian's $(SERVER_PACKAGES) for the alert, Prometheus and proxy tests"; \
+	  { apt-get install -y -q --no-install-recommends $(SERVER_PACKAGES) >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null 2>&1 && \
-	      apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; }; } || \
-	  echo "NOTE: could not install prometheus: the promtool tests will be skipped"; \
+	      apt-get install -y -q --no-install-recommends $(SERVER_PACKAGES) >/dev/null 2>&1; }; } || \
+	  echo "NOTE: could not install $(SERVER_PACKAGES): the tests needing them will be skipped"; \
 	else \
-	  echo "NOTE: no promtool and not root: the promtool tests will be skipped"; \
+	  echo "NOTE: no promtool/nginx and not root: the tests needing them will be skipped"; \
 	fi
 
 test: prometheus lint types unit
