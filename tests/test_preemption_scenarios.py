@@ -195,8 +195,9 @@ def team_at_max(api: FakeApiServer) -> None:
     running_gang(api, "low-b", ["n4", "n5", "n6", "n7"], priority=100, labels={QUEUE: "team"})
 
 
-def test_a_high_priority_gang_preempts_inside_its_own_queue_at_max(api: FakeApiServer) -> None:
-    team_at_max(api)
+def urgent_gang_in_team(api: FakeApiServer) -> None:
+    """A priority-10000 gang of 4 x 8 GPUs in queue `team` (guarantee and max 64 GPUs), run
+    until it is bound whole and its Events are out."""
     rules = parse_policy(policy_doc(queue("team", guarantee=gpus(64), max=gpus(64))))
     with Extender(api, policy=rules) as extender:
         scheduler = KubeScheduler(api, extender)
@@ -204,13 +205,19 @@ def test_a_high_priority_gang_preempts_inside_its_own_queue_at_max(api: FakeApiS
             api.put("pods", member)
         scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("urgent")) == 4)
         assert len(scheduler.bound("urgent")) == 4, (scheduler.reasons, api.state.evictions)
-        gone = {g for g in ("low-a", "low-b") if not names(api, g)}
-        kept = {g for g in ("low-a", "low-b") if len(names(api, g)) == 4}
-        assert len(gone) == 1 and len(kept) == 1, "one whole low gang evicted, the other untouched"
-        assert any(
-            m.startswith("evicted by gangplank: priority 10000 in queue team, for gang")
-            for m in wait_for_events(api, 2)
-        )
+        wait_for_events(api, 2)  # the victims' and the preemptor's, posted while it runs
+
+
+def test_a_high_priority_gang_preempts_inside_its_own_queue_at_max(api: FakeApiServer) -> None:
+    team_at_max(api)
+    urgent_gang_in_team(api)
+    gone = {g for g in ("low-a", "low-b") if not names(api, g)}
+    kept = {g for g in ("low-a", "low-b") if len(names(api, g)) == 4}
+    assert len(gone) == 1 and len(kept) == 1, "one whole low gang evicted, the other untouched"
+    assert any(
+        m.startswith("evicted by gangplank: priority 10000 in queue team, for gang")
+        for m in wait_for_events(api, 2)
+    )
 
 
 def test_a_queue_at_max_in_a_larger_cluster_preempts_its_own_low_work_not_idle_nodes(
@@ -221,15 +228,9 @@ def test_a_queue_at_max_in_a_larger_cluster_preempts_its_own_low_work_not_idle_n
     team_at_max(api)
     for i in range(8, 16):
         api.put("nodes", node(f"n{i}", gpu=8, cpu="64"))
-    rules = parse_policy(policy_doc(queue("team", guarantee=gpus(64), max=gpus(64))))
-    with Extender(api, policy=rules) as extender:
-        scheduler = KubeScheduler(api, extender)
-        for member in gang_pods("urgent", 4, gpu=8, priority=10000, labels={QUEUE: "team"}):
-            api.put("pods", member)
-        scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("urgent")) == 4)
-        assert len(scheduler.bound("urgent")) == 4, (scheduler.reasons, api.state.evictions)
-        left = [g for g in ("low-a", "low-b") if len(names(api, g)) == 4]
-        assert len(left) == 1, "exactly one low gang went, whole"
+    urgent_gang_in_team(api)
+    left = [g for g in ("low-a", "low-b") if len(names(api, g)) == 4]
+    assert len(left) == 1, "exactly one low gang went, whole"
 
 
 def test_a_parent_at_max_takes_back_what_a_sibling_borrowed(api: FakeApiServer) -> None:
