@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from extender.core.plan_record import PLAN_ANNOTATION, decode
+from extender.core.plan_record import PLAN_ANNOTATION, decode, encode
 from extender.core.policy import Policy, parse_policy
 from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
@@ -221,3 +221,42 @@ def test_a_reclaim_whose_victims_left_while_gangplank_was_down_completes_after_a
         assert_no_double_booking(api)
         assert_nothing_left_behind(new)
         recount_equals(api, new, rules)
+
+
+@pytest.mark.parametrize("how", ["restart", "failover"])
+def test_a_preemption_recorded_but_not_carried_out_is_finished_by_the_next_process(
+    api: FakeApiServer, how: str
+) -> None:
+    """The worst moment of a preemption: its plan is in the cluster (written before the first
+    eviction), then gangplank dies before it evicts anyone. The next process restores the plan
+    with its victims, evicts exactly them (none forgotten, none twice), and the preemptor binds
+    whole on the nodes it was planned on; the other low gang is untouched."""
+    add_nodes(api, 8)
+    for gang, first in (("low-a", 0), ("low-b", 4)):
+        for i, member in enumerate(gang_pods(gang, 4, gpu=8)):
+            member["spec"]["nodeName"] = f"n{first + i}"
+            member["status"] = {"phase": "Running", "startTime": STARTED}
+            api.put("pods", member)
+    with api.cond:
+        victims = {
+            api.state.objects["pods"][f"default/low-a-{i}"]["metadata"]["uid"]: f"n{i}"
+            for i in range(4)
+        }
+    deadline = time.time() + 120
+    for i, member in enumerate(gang_pods("urgent", 4, gpu=8, priority=1000)):
+        record = encode(f"n{i}", deadline, victims if i == 0 else None)
+        member["metadata"].setdefault("annotations", {})[PLAN_ANNOTATION] = record
+        api.put("pods", member)
+    old = first_replica(api, how)
+    with killed_and_back(api, how, old) as new:
+        scheduler = KubeScheduler(api, new)
+        scheduler.settle(timeout=30, until=lambda: len(bound(api, "urgent")) == 4)
+        assert bound(api, "urgent") == {f"urgent-{i}": f"n{i}" for i in range(4)}, (
+            scheduler.reasons,
+            api.state.evictions,
+        )
+        evicted = sorted(n for _, n, dry in api.state.evictions if not dry)
+        assert evicted == [f"low-a-{i}" for i in range(4)], "exactly the recorded victims, once"
+        assert len(bound(api, "low-b")) == 4
+        assert_no_double_booking(api)
+        assert_nothing_left_behind(new)

@@ -437,14 +437,23 @@ class Coordinator:
         self._to_nudge.update(restored.nudge)
         if self.policy is not None:
             for key, plan in self.gangs.plans.items():
-                pods = snapshot.groups.get(key) or [
-                    p for w in snapshot.queue_pending.values() for p in w if job_key(p) == key
-                ]
+                pods = _members(snapshot, key)
                 queue = self.queue_of(pods[0])[0] if pods else None
                 if queue is not None and plan.assignments:
                     self.plan_queues[key] = queue
         for broken in restored.broken:
             self.preemption.evict_broken(broken.key, broken.pods, now)
+        for key, victims in restored.victims.items():
+            pods = [
+                p
+                for node in set(victims.values())
+                if (info := snapshot.nodes.get(node)) is not None
+                for p in info.pods
+                if p.uid in victims
+            ]
+            members = [p for p in _members(snapshot, key) if p.active]
+            if pods and members:
+                self.preemption.evict_recorded(key, pods, members[0], now)
         return restored.plans
 
     def records_to_write(self, snapshot: Snapshot, uid: str = "", key: str = "") -> list[ToWrite]:
@@ -636,6 +645,14 @@ class Coordinator:
     def reason_of(self, key: str) -> str:
         found = self.reasons.get(key)
         return found[0] if found else ""
+
+
+def _members(snapshot: Snapshot, key: str) -> Sequence[PodInfo]:
+    """The pods of job `key`: a gang's from its group, a pod alone's among the pending pods."""
+    found = snapshot.groups.get(key)
+    if found:
+        return found
+    return [p for w in snapshot.queue_pending.values() for p in w if job_key(p) == key]
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:

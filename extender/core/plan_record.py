@@ -179,6 +179,8 @@ class Restored:
     nudge: dict[str, tuple[str, str]] = field(default_factory=dict)  # uid -> (namespace, name)
     broken: list[Recorded] = field(default_factory=list)
     plans: int = 0  # plans restored
+    # Restored plans whose victims still hold their nodes: key -> victims (uid -> node)
+    victims: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def restore(snapshot: Snapshot, gangs: GangScheduler, now: float) -> Restored:
@@ -204,6 +206,8 @@ def restore(snapshot: Snapshot, gangs: GangScheduler, now: float) -> Restored:
                 plan.key, plan.pods, plan.assignments, plan.victims, plan.deadline, restored=True
             )
             out.plans += 1
+            if plan.victims:
+                out.victims[plan.key] = plan.victims
             by_uid = {p.uid: p for p in plan.pods}
             out.nudge.update(
                 (uid, (by_uid[uid].namespace, by_uid[uid].name)) for uid in plan.assignments

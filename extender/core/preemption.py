@@ -351,19 +351,36 @@ class Preemption:
         members bound and its GPUs come back (rule `recovery`; no eviction budget: these pods
         hold GPUs for a job that cannot run)."""
         bound = [p for p in pods if p.node_name is not None and p.active]
-        if not bound or any(e.job == key for e in self.pending):
-            return
         name = job_name(key)
         why = (
             f"evicted by gangplank: {name} runs {len(bound)} of its pods and the rest fit nowhere "
             "since gangplank restarted (gangs with more pods bound keep the room); "
             f"all {len(bound)} bound pod(s) go together so their GPUs come back"
         )
-        first = min(pods, key=lambda p: (p.created, p.name))
-        for pod in bound:
+        self._recover(bound, why, min(pods, key=lambda p: (p.created, p.name)), now)
+
+    def evict_recorded(
+        self, key: str, victims: Sequence[PodInfo], preemptor: PodInfo, now: float
+    ) -> None:
+        """Evict the victims a restored plan of job `key` still waits for: the process that
+        chose them stopped before it evicted them all (none is evicted twice: pods already
+        leaving are not among them)."""
+        why = (
+            f"evicted by gangplank: finishing the preemption planned for {job_name(key)} "
+            "before gangplank restarted (its plan was recorded with these victims)"
+        )
+        self._recover(victims, why, preemptor, now, plan=key)
+
+    def _recover(
+        self, pods: Sequence[PodInfo], why: str, told: PodInfo, now: float, plan: str = ""
+    ) -> None:
+        queued = {e.uid for e in self.pending}
+        for pod in pods:
+            if pod.uid in queued:
+                continue
             self.pending.append(
                 Eviction(
-                    job=key,
+                    job=job_key(pod),
                     namespace=pod.namespace,
                     name=pod.name,
                     uid=pod.uid,
@@ -372,8 +389,9 @@ class Preemption:
                     queue="",
                     gpu_seconds=pod.requests.get(GPU, 0) * max(0.0, now - (pod.started or now)),
                     message=why,
-                    preemptor=(first.namespace, first.name),
+                    preemptor=(told.namespace, told.name),
                     preemptor_message=why,
+                    plan=plan,
                 )
             )
 
