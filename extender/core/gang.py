@@ -1,4 +1,5 @@
-"""Who is a gang, and how many members it needs — from every source DESIGN.md lists.
+"""Who is a gang, and how many members it needs — from every source the README's "Label a
+workload" table lists.
 
 A pod belongs to at most one gang; its key names the source and the gang:
 `gangplank:ns/name`, `volcano:ns/name`, `coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`.

@@ -8,9 +8,10 @@ fraction of a resource counted in whole units (GPUs, pods, extended resources). 
 that looks mistyped (`nvidia.com/gpuu`) is not refused but warned about (`Policy.warnings`,
 `resource_warnings` against what the cluster's nodes offer).
 
-Which queue a pod is in: its queue label (any source in DESIGN.md's table), looked up among queue
-names and aliases (`ns/name` first, for Kueue LocalQueues), or else its namespace's queue (an exact
-namespace entry before a pattern; the longest pattern first).
+Which queue a pod is in: its queue label (any source in the README's "Label a workload"
+table), looked up among queue names and aliases (`ns/name` first, for Kueue LocalQueues), or
+else its namespace's queue (an exact namespace entry before a pattern; the longest pattern
+first).
 """
 
 from __future__ import annotations

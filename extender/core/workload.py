@@ -1,4 +1,5 @@
-"""Which pods are gangplank's business: the labels and annotations of DESIGN.md's table.
+"""Which pods are gangplank's business: the labels and annotations of the README's "Label a
+workload" table.
 
 Pods with none of them pass through untouched (they only have to respect reservations).
 """
