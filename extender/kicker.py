@@ -17,7 +17,6 @@ passes.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -25,12 +24,14 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 import orjson
 from kubernetes.client.exceptions import ApiException
 
 log = logging.getLogger("gangplank.kick")
+T = TypeVar("T")
 
 RETRY_ANNOTATION = "gangplank.io/retry-at"
 MAX_NUDGES_PER_PASS = 500  # at most this many patches a pass (a pass every 0.5 s)
@@ -173,7 +174,9 @@ class Kicker:
         every: Callable[[], None] = lambda: None,
         on_lead: Callable[[], None] = lambda: None,
         max_per_pass: int = MAX_NUDGES_PER_PASS,
+        on_error: Callable[[str], None] = lambda step: None,
     ) -> None:
+        self._on_error = on_error  # a step of the pass raised (counted: periodic errors)
         self._after = after  # slower work of the pass (Events), once the nudges are out
         self._every = every  # work of every pass, leading or not (looking for late CRDs)
         # Called on the first pass that leads after one that did not: the scheduler took the
@@ -191,25 +194,36 @@ class Kicker:
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> int:
-        self._every()
-        if not self.leadership.is_leader():
+        """One pass. A step that raises is logged with its traceback and counted
+        (`on_error(step)`), and the pass goes on with the next step: a bug in one never
+        silences the others, nor the passes after it."""
+        self._step("every", self._every)
+        if not self._step("leadership", self.leadership.is_leader):
             self._leading = False
             self._backlog.clear()  # the other replica's scheduler has its own pods parked
             return 0
         if self._leading is False:
-            self._on_lead()
+            self._step("lead-taken", self._on_lead)
         self._leading = True
-        self._backlog.update(dict.fromkeys(self._candidates()))
+        self._backlog.update(dict.fromkeys(self._step("pass", self._candidates) or ()))
         refs = list(itertools.islice(self._backlog, self._max_per_pass))
         for ref in refs:
             del self._backlog[ref]
-            self._patcher.kick(*ref)
+            self._step("nudge", partial(self._patcher.kick, *ref))
         if refs:
             later = f" ({len(self._backlog)} more in the next passes)" if self._backlog else ""
             log.info("nudged %d parked pod(s) to be retried now%s", len(refs), later)
             self._on_kick(len(refs))
-        self._after()
+        self._step("events", self._after)
         return len(refs)
+
+    def _step(self, step: str, work: Callable[[], T]) -> T | None:
+        try:
+            return work()
+        except Exception:
+            log.exception("periodic pass: step %r failed; the pass goes on", step)
+            self._on_error(step)
+            return None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="kicker", daemon=True)
@@ -217,8 +231,7 @@ class Kicker:
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
-            with contextlib.suppress(Exception):
-                self.run_once()
+            self._step("pass", self.run_once)
 
     def stop(self) -> None:
         self._stop.set()

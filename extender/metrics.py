@@ -108,6 +108,13 @@ class Metrics:
             registry=r,
         )
 
+        self.periodic_errors = Counter(
+            "gangplank_periodic_errors",
+            "Steps of gangplank's periodic pass that raised (logged with a traceback; the pass "
+            "goes on), by step: every, leadership, lead-taken, pass, nudge, events.",
+            ["step"],
+            registry=r,
+        )
         self.kicks = Counter(
             "gangplank_gang_kicks",
             "Parked gang members nudged to be retried at once (annotation patch).",

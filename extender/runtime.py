@@ -125,6 +125,7 @@ class Runtime:
             after=self.tell_untold,
             every=self.every_pass,
             on_lead=self.lead_taken,
+            on_error=lambda step: metrics.periodic_errors.labels(step).inc(),
         )
         # The core is asked about every pending pod of the profile (`adopt_pending`) once the
         # first full lists are in (before /readyz says ready), at the first pass after the

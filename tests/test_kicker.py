@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from kubernetes import client
+from prometheus_client import generate_latest
 
 from extender.kicker import AlwaysLeader, ApiPatcher, Kicker, LeaseLeadership
+from extender.metrics import Metrics
 from tests.builders import pod
 from tests.fakeapi import FakeApiServer
 
@@ -46,3 +51,64 @@ def test_nudging_a_pod_that_is_gone_is_harmless(fake_api: FakeApiServer) -> None
     core = client.CoreV1Api(client.ApiClient(client.Configuration(host=fake_api.url)))
     ApiPatcher(core).kick("default", "ghost")
     assert fake_api.state.patches == []
+
+
+class _Patcher:
+    def __init__(self) -> None:
+        self.kicked: list[tuple[str, str]] = []
+
+    def kick(self, namespace: str, name: str) -> None:
+        if name == "broken":
+            raise RuntimeError("the API client fell over")
+        self.kicked.append((namespace, name))
+
+    def annotate(self, namespace: str, name: str, key: str, value: str) -> bool:
+        return True
+
+
+def test_a_step_of_the_periodic_pass_that_raises_is_logged_counted_and_the_pass_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bug in one step (here the look for late CRDs, and one nudge) neither silences the other
+    steps nor later passes: each failure is logged with its traceback and counted by step."""
+    errors: list[str] = []
+    told: list[str] = []
+
+    def every() -> None:
+        raise ValueError("a bug in the look for late CRDs")
+
+    patcher = _Patcher()
+    kicker = Kicker(
+        lambda: [("ns", "broken"), ("ns", "fine")],
+        patcher,
+        AlwaysLeader(),
+        every=every,
+        after=lambda: told.append("events"),
+        on_error=errors.append,
+    )
+    with caplog.at_level(logging.ERROR, logger="gangplank.kick"):
+        assert kicker.run_once() == 2
+        kicker.run_once()
+    assert patcher.kicked == [("ns", "fine")] * 2, "the other nudge went out, both passes"
+    assert told == ["events", "events"], "the pass's last step ran"
+    assert errors == ["every", "nudge", "every", "nudge"]
+    failed = [r for r in caplog.records if "periodic pass: step" in r.getMessage()]
+    assert len(failed) == 4 and all(r.exc_info for r in failed), "logged with the traceback"
+
+
+def test_periodic_errors_are_exported_by_step() -> None:
+    metrics = Metrics()
+
+    def events() -> None:
+        raise ZeroDivisionError("a bug in telling")
+
+    runtime_like = Kicker(
+        lambda: [],
+        _Patcher(),
+        AlwaysLeader(),
+        after=events,
+        on_error=lambda step: metrics.periodic_errors.labels(step).inc(),
+    )
+    runtime_like.run_once()
+    text = generate_latest(metrics.registry).decode()
+    assert 'gangplank_periodic_errors_total{step="events"} 1.0' in text
