@@ -36,6 +36,7 @@ EVENT_DRIVEN = {
     "gangplank_preemption_victim_gpu_seconds_total",
     "gangplank_preemption_wait_seconds_bucket",
     "gangplank_cache_relists_total",
+    "gangplank_periodic_errors_total",  # a labelled counter: no series until a step fails
     "gangplank_gang_start_seconds_bucket",
     "gangplank_queue_admission_wait_seconds_bucket",
     "gangplank_queue_jobs_waiting_longer_than",
