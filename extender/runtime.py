@@ -364,17 +364,21 @@ class Runtime:
         unrecorded: set[str] = set()
         for key in plans:
             with self.lock.by("plan records"):
+                alive = self.scheduler.has_plan(key)
                 records = self.scheduler.records_to_write(self.store.snapshot(), key=key)
+            if not alive:  # lapsed or dropped while its evictions waited: no one goes for it
+                log.info("evictions for %s dropped: its plan is gone", key.split(":", 1)[1])
+                evictions = [e for e in evictions if e.plan != key]
+                continue
             try:
                 self.recorder.write(records)
             except RecordError as err:
                 log.warning("evictions for %s wait: %s", key.split(":", 1)[1], err)
                 unrecorded.add(key)
-        if not unrecorded:
-            return evictions
         later = [e for e in evictions if e.plan in unrecorded]
-        with self.lock.by("evictions put back"):
-            self.scheduler.preemption.put_back(later)
+        if later:
+            with self.lock.by("evictions put back"):
+                self.scheduler.preemption.put_back(later)
         return [e for e in evictions if e.plan not in unrecorded]
 
     def gang_counts(self) -> tuple[dict[str, int], int]:
@@ -409,6 +413,7 @@ class Runtime:
 
     def stop(self, timeout: float = 2.0) -> None:
         self.kicker.stop()
+        self.recorder.close()
         self.lock.stop_watchdog()
         self.gc_pauses.remove()
         if self.policy_watcher is not None:
@@ -499,7 +504,8 @@ def api_clients(settings: Settings) -> tuple[Any, Any]:
         config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=settings.kubeconfig, client_configuration=configuration
         )
-    configuration.connection_pool_maxsize = 8
+    # binds several at once, and a plan's records written 16 at a time (plan_recorder.AT_ONCE)
+    configuration.connection_pool_maxsize = 24
     return client.ApiClient(configuration), client.ApiClient(configuration)
 
 

@@ -294,3 +294,20 @@ def test_freed_usage_lowers_a_queue_and_every_ancestor() -> None:
     assert check_quota(book, "vision", ask, "pod default/x", {"nlp": half}).reason == (
         "queue vision: parent queue ml: nvidia.com/gpu 12 of max 16 in use, pod default/x needs 8"
     )
+
+
+def test_a_preemption_needing_more_jobs_than_a_minutes_evictions_says_so() -> None:
+    """16 one-GPU pods of priority 100 fill queue team's max of 16; a priority-1000 gang of 16
+    one-GPU pods would need all 16 evicted, more than evictionsPerMinute (10) allows: nothing is
+    evicted and the reason says which setting stands in the way (not "would not make room")."""
+    lows = [running(f"low{i}", "team", 1, f"n{i % 2}", priority=100) for i in range(16)]
+    gang = gang_pods("big", 16, gpu=1, priority=1000, labels={QUEUE: "team"})
+    c = cluster(*lows, *gang, nodes=2)
+    doc = {**policy_doc(queue("team", max=gpus(16))), "preemption": {"evictionsPerMinute": 10}}
+    co = Coordinator(policy=parse_policy(doc, "policy.yaml"))
+    why = reason(decide(co, c, gang[0], now=AN_HOUR_IN))
+    assert why.endswith(
+        "preemption would have to evict 16 jobs at once, more than "
+        "preemption.evictionsPerMinute (10) allows: raise it for this job to preempt"
+    ), why
+    assert co.take_evictions() == []

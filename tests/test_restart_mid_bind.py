@@ -260,3 +260,39 @@ def test_a_preemption_recorded_but_not_carried_out_is_finished_by_the_next_proce
         assert len(bound(api, "low-b")) == 4
         assert_no_double_booking(api)
         assert_nothing_left_behind(new)
+
+
+def test_a_restart_while_the_victims_are_in_their_grace_period_evicts_no_one_else(
+    api: FakeApiServer,
+) -> None:
+    """The victims were evicted and are still shutting down (a grace period for checkpoints)
+    when gangplank restarts: the restored plan waits for exactly them — nothing is evicted again,
+    no other gang is taken — and the preemptor binds on its planned nodes."""
+    add_nodes(api, 8)
+    for gang, first in (("low-a", 0), ("low-b", 4)):
+        for i, member in enumerate(gang_pods(gang, 4, gpu=8)):
+            member["spec"]["nodeName"] = f"n{first + i}"
+            member["status"] = {"phase": "Running", "startTime": STARTED}
+            if gang == "low-a":  # evicted by the process that died: terminating
+                member["metadata"]["deletionTimestamp"] = "2026-12-01T01:00:00Z"
+            api.put("pods", member)
+    with api.cond:
+        victims = {
+            api.state.objects["pods"][f"default/low-a-{i}"]["metadata"]["uid"]: f"n{i}"
+            for i in range(4)
+        }
+    deadline = time.time() + 120
+    for i, member in enumerate(gang_pods("urgent", 4, gpu=8, priority=1000)):
+        record = encode(f"n{i}", deadline, victims if i == 0 else None)
+        member["metadata"].setdefault("annotations", {})[PLAN_ANNOTATION] = record
+        api.put("pods", member)
+    with Extender(api, policy=POLICY) as new:
+        scheduler = KubeScheduler(api, new)
+        # kube-scheduler's own preemption, asked for the planned members, gets only the plan's
+        # victims on each planned node (its stand-in deletes them at once: the grace ends)
+        scheduler.settle(timeout=30, until=lambda: len(bound(api, "urgent")) == 4)
+        assert bound(api, "urgent") == {f"urgent-{i}": f"n{i}" for i in range(4)}, scheduler.reasons
+        assert [e for e in api.state.evictions if not e[2]] == [], "gangplank evicted no one"
+        assert len(bound(api, "low-b")) == 4, "no other gang was taken"
+        assert_no_double_booking(api)
+        assert_nothing_left_behind(new)

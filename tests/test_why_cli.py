@@ -235,12 +235,14 @@ def test_pods_says_how_many_more_there_are_and_refuses_an_unknown_queue(
         ("limit=%C2%B2", "limit="),
         ("waiting=maybe", "waiting='maybe'"),
         ("namespace=Not_A_Name", "namespace='Not_A_Name'"),
+        ("limit=" + "0" * 5000, "limit='000"),
     ],
     ids=[
         "a negative limit",
         "a limit in superscript digits",
         "waiting neither true nor false",
         "a namespace that cannot be",
+        "a limit of 5,000 digits (more than int() takes)",
     ],
 )
 def test_bad_pods_requests_are_400_with_the_reason(url: str, query: str, reason: str) -> None:

@@ -449,12 +449,15 @@ class Coordinator:
                 for node in set(victims.values())
                 if (info := snapshot.nodes.get(node)) is not None
                 for p in info.pods
-                if p.uid in victims
+                if p.uid in victims and p.active  # one being deleted is on its way out
             ]
             members = [p for p in _members(snapshot, key) if p.active]
             if pods and members:
                 self.preemption.evict_recorded(key, pods, members[0], now)
         return restored.plans
+
+    def has_plan(self, key: str) -> bool:
+        return key in self.gangs.plans
 
     def records_to_write(self, snapshot: Snapshot, uid: str = "", key: str = "") -> list[ToWrite]:
         """The records to write before pod `uid` of a plan binds, or before plan `key`'s first

@@ -109,8 +109,9 @@ def recorded(snapshot: Snapshot, jobs: Mapping[str, Iterable[PodInfo]]) -> list[
 
 
 def _holding(snapshot: Snapshot) -> set[str]:
-    """Uids of pods on nodes that still hold resources (a victim not gone yet)."""
-    return {p.uid for info in snapshot.nodes.values() for p in info.pods if p.active}
+    """Uids of pods that still hold their node's resources: a victim not gone yet, running or
+    in its grace period after its eviction (the plan waits for it either way)."""
+    return {p.uid for info in snapshot.nodes.values() for p in info.pods if p.holds_resources}
 
 
 def still_fits(
@@ -128,7 +129,7 @@ def still_fits(
         if room is None:
             room = rooms[node] = room_of(info)
             for victim in info.pods:
-                if victim.uid in plan.victims and victim.active:
+                if victim.uid in plan.victims and victim.holds_resources:
                     for name, amount in victim.requests.items():
                         room[name] = room.get(name, 0) + amount
         if not fits(pod.requests, room):
@@ -150,7 +151,8 @@ class ToWrite:
 
 def to_write(snapshot: Snapshot, plan: Plan) -> list[ToWrite]:
     """The records of `plan`'s members still to bind that the cache does not show yet; the
-    victims go on the member first in uid order (one copy is enough)."""
+    victims go on one member, the first in uid order of all the plan placed (one copy is
+    enough, and it stays where it was written while the others bind)."""
     pods = {p.uid: p for p in snapshot.groups.get(plan.key, ())}
     if not pods:  # a pod alone, planned by preemption: among the pending pods
         pods = {
@@ -160,11 +162,12 @@ def to_write(snapshot: Snapshot, plan: Plan) -> list[ToWrite]:
             if p.uid in plan.assignments
         }
     out = []
-    for i, (uid, node) in enumerate(sorted(plan.assignments.items())):
+    keeper = min(plan.requests, default="")
+    for uid, node in plan.assignments.items():
         pod = pods.get(uid)
         if pod is None:
             continue  # not in the cache yet: it cannot bind before it is
-        value = encode(node, plan.deadline, plan.victims if i == 0 else None)
+        value = encode(node, plan.deadline, plan.victims if uid == keeper else None)
         if pod.annotations.get(PLAN_ANNOTATION) != value:
             out.append(ToWrite(pod.namespace, pod.name, uid, value))
     return out
@@ -195,8 +198,8 @@ def restore(snapshot: Snapshot, gangs: GangScheduler, now: float) -> Restored:
     out = Restored()
     for plan in recorded(snapshot, jobs):
         known = gangs.plans.get(plan.key)
-        if known is not None and known.deadline == plan.deadline:
-            continue
+        if known is not None and round(known.deadline, 3) >= plan.deadline:
+            continue  # this very plan (recorded to the millisecond), or one made since
         if known is not None:
             gangs.drop_plan(plan.key)
         if plan.deadline <= now:

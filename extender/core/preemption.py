@@ -152,11 +152,14 @@ class Preemption:
         """Plan job `key`, which `queue`'s quota refuses (the queue or an ancestor at its max),
         on victims whose going makes room in the quota as well as on the nodes: (jobs evicted,
         why none when 0)."""
-        evicted, found = self._plan(snapshot, key, pods, needed, queue, now, policy, book, True)
+        evicted, found, wanted = self._plan(
+            snapshot, key, pods, needed, queue, now, policy, book, True
+        )
         if evicted:
             return evicted, ""
         priority = max((p.priority for p in pods), default=0)
-        return 0, no_victims_reason(queue, priority, found, self.budget_left(policy, now))
+        budget = (self.budget_left(policy, now), policy.evictions_per_minute)
+        return 0, no_victims_reason(queue, priority, found, budget, wanted)
 
     def _plan(
         self,
@@ -169,12 +172,13 @@ class Preemption:
         policy: Policy | None,
         book: QueueBook | None,
         past_quota: bool = False,
-    ) -> tuple[int, int]:
-        """(jobs evicted, candidates looked at). `past_quota`: the queue's quota must admit the
+    ) -> tuple[int, int, int]:
+        """(jobs evicted, candidates looked at, jobs a plan would evict when more than this
+        minute's budget allows, else 0). `past_quota`: the queue's quota must admit the
         job once its victims are gone, and victims are looked for in the whole queue."""
         budget = self.budget_left(policy, now)
         if budget <= 0 or not pods or key in self.gangs.plans:
-            return 0, 0
+            return 0, 0, 0
         rules_of = self.rules_of(policy)
         self.spared = {uid: until for uid, until in self.spared.items() if until > now}
         leaving = {uid for plan in self.gangs.plans.values() for uid in plan.victims}
@@ -260,8 +264,10 @@ class Preemption:
                         jobs, queue, book.borrowed, book.governed, rules_of, now, account
                     )
                 )
-        if found is None or len(found.victims) > budget:
-            return 0, looked_at
+        if found is None:
+            return 0, looked_at, 0
+        if len(found.victims) > budget:
+            return 0, looked_at, len(found.victims)
         grace = max((rules_of(v.queue).grace_seconds or 30 for v in found.victims), default=30)
         self.gangs.install_plan(
             key,
@@ -275,7 +281,7 @@ class Preemption:
         created = min(p.created for p in pods)
         self.outcomes.waits_before.append(max(0.0, now - created))
         self._queue_evictions(found.victims, key, pods, queue, rule, rules_of, book, now)
-        return len(found.victims), looked_at
+        return len(found.victims), looked_at, 0
 
     def _runs_short(self, snapshot: Snapshot, job: RunningJob) -> bool:
         """A gang running fewer members than it needs, with no plan of gangplank's to complete

@@ -47,10 +47,23 @@ def admits_once_gone(
     return admits
 
 
-def no_victims_reason(queue: str, priority: int, found: int, budget_left: int) -> str:
-    """Why no job was evicted to make room in `queue`'s quota (appended to the refusal)."""
-    if budget_left <= 0:
-        return "preemption waits: this minute's evictions (preemption.evictionsPerMinute) are spent"
+def no_victims_reason(
+    queue: str, priority: int, found: int, budget: tuple[int, int], wanted: int = 0
+) -> str:
+    """Why no job was evicted to make room in `queue`'s quota (appended to the refusal):
+    `found` candidates looked at, `budget` (evictions left this minute, evictionsPerMinute),
+    `wanted` the jobs a plan would evict when that is more than the budget allows."""
+    left, rate = budget
+    if wanted > rate:
+        return (
+            f"preemption would have to evict {wanted} jobs at once, more than "
+            f"preemption.evictionsPerMinute ({rate}) allows: raise it for this job to preempt"
+        )
+    if wanted or left <= 0:
+        return (
+            f"preemption waits: this minute's evictions are spent ({left} of "
+            f"preemption.evictionsPerMinute {rate} left)"
+        )
     if not found:
         return (
             f"nothing may be preempted for it: no job of queue {queue} runs at a priority below "

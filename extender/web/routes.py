@@ -47,7 +47,7 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 def _limit(default: str, what: str) -> int | Response:
     """The `limit` query parameter, or the 400 that says what it must be."""
     text = request.args.get("limit", default)
-    if not (text.isascii() and text.isdigit()) or not 0 <= int(text) <= 100_000:
+    if not (text.isascii() and text.isdigit() and len(text) <= 6) or not int(text) <= 100_000:
         return json_response({"Error": f"limit={text!r}: {what}, 0 to 100000"}, 400)
     return int(text)
 
