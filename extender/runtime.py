@@ -116,6 +116,7 @@ class Runtime:
         patcher = patcher or LogPatcher()
         self.recorder = PlanRecorder(patcher)
         self._plans_restored = False  # the records of earlier processes read back (see below)
+        self._listed = False  # every kind listed in full once (see staleness)
         self.kicker = Kicker(
             self.kick_candidates,
             patcher,
@@ -451,7 +452,14 @@ class Runtime:
 
     def staleness(self) -> str:
         """Why the cached view may not be trusted now, or "" while every watch has been down
-        for less than `stale_after` seconds."""
+        for less than `stale_after` seconds. Before the first full list of every kind it is not
+        whole yet: gangs and queued jobs wait (a gang planned on nodes whose pods are not listed
+        yet could take room a recorded plan holds)."""
+        if not self._listed:
+            waiting = [r.kind for r in self.reflectors if not r.synced.is_set()]
+            if waiting and not self._preloaded:
+                return f"the first full list of {', '.join(waiting)} has not arrived yet"
+            self._listed = True
         down = [(r.down_for(), r) for r in self.reflectors if not r.absent]
         down = [(seconds, r) for seconds, r in down if seconds >= self.stale_after]
         if not down:
