@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_STAMP := $(VENV)/.demo-stamp
 
-.PHONY: install demo test lint types unit bench soak clean prometheus constraints
+.PHONY: install demo test test-slow lint types unit bench soak clean prometheus constraints
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,14 @@ lint: install
 types: install
 	$(BIN)/mypy
 
+# The slow suites (pytest -m slow: a fresh venv of the package, the soak, schemathesis, the live
+# demo, the HTTP suite) run in `make test-slow`; CI (.ci/run) runs both.
 unit: install
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -m "not slow" $(PYTEST_ARGS)
+	@echo "NOTE: the slow suites did not run here: \`make test-slow\` runs them (CI runs both)"
+
+test-slow: install
+	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
 
 # Real servers some tests run (Debian's packages): promtool and prometheus for the alert and
 # live-Prometheus tests, nginx for the production overlay's metrics proxy. Installed where we are

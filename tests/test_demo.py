@@ -21,6 +21,7 @@ from extender.demo import DATA, DemoServer, run_guarded
 from tests.serving import Served, free_port
 
 
+@pytest.mark.slow
 def test_the_live_demo_runs_jobs_through_gangplank_over_http_and_writes_its_report(
     tmp_path: Path, temp: Path
 ) -> None:

@@ -6,7 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import pytest
+
 from loadtest.http_suite import feasible_to_find, run_size, write
+
+pytestmark = pytest.mark.slow  # run by `make test-slow` (and CI), not `make test`
 
 
 def test_kube_scheduler_sends_an_extender_only_the_feasible_nodes_it_looked_for() -> None:

@@ -27,6 +27,8 @@ from packaging.utils import canonicalize_name
 from extender.client_cli import CLIENT_COMMANDS
 from tests.serving import Served, free_port
 
+pytestmark = pytest.mark.slow  # run by `make test-slow` (and CI), not `make test`
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_CLUSTER = ROOT / "extender" / "data" / "demo-cluster.yaml"
 CONSTRAINTS = ROOT / "constraints.txt"

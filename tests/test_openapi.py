@@ -214,6 +214,7 @@ def test_read_only_endpoints_reveal_nothing_kubectl_get_pods_would_not() -> None
 # ---- schemathesis against a live server ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_schemathesis_finds_no_failure_against_a_live_server(tmp_path: Path) -> None:
     """Every operation of the description, positive and negative cases: never a 500, every
     status, content type and body as described, every answer within 5 s (`Allow` on a 405)."""

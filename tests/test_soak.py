@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from loadtest.soak import BEGIN, END, run, write
+
+pytestmark = pytest.mark.slow  # run by `make test-slow` (and CI), not `make test`
 
 
 def test_half_a_minute_of_soak_answers_every_call_and_writes_its_figures(tmp_path: Path) -> None:
