@@ -65,6 +65,7 @@ test: prometheus lint types unit
 bench: install
 	$(BIN)/python -m loadtest.bench $(BENCH_ARGS)
 	$(BIN)/python -m loadtest.http_suite --write docs/benchmarks.md $(SUITE_ARGS)
+	$(BIN)/python -m loadtest.simulate_bench --write docs/benchmarks.md $(SIMULATE_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

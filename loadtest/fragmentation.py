@@ -47,6 +47,7 @@ from extender.core.fragmentation import (
     state_of,
 )
 from extender.core.scoring import PlacementScorer, rank_scores
+from extender.sim.workload import fill_to_capacity
 from loadtest.cluster import DEFAULT_TRACES
 
 TRACE = "alibaba-gpu-v2023"
@@ -135,16 +136,7 @@ def load_pods(traces: Path, name: str) -> list[Shape]:
 
 def workload(pods: Sequence[Shape], total_gpu_milli: int, seed: int) -> list[Shape]:
     """The list in order, then seeded draws from it until GPU demand exceeds the cluster."""
-    rng = random.Random(seed)
-    out, demand = [], 0
-    for shape in pods:
-        out.append(shape)
-        demand += shape.gpu_milli
-    while demand <= total_gpu_milli:
-        shape = rng.choice(pods)
-        out.append(shape)
-        demand += shape.gpu_milli
-    return out
+    return fill_to_capacity(pods, lambda shape: shape.gpu_milli, total_gpu_milli, seed)
 
 
 # ---- the policies: each picks (node, GPU value for a shared pod) among nodes that fit ----------

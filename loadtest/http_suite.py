@@ -42,6 +42,7 @@ from extender.settings import WORKER_CLASSES, Settings
 from loadtest.bench import FIXTURE_POD, rss_mib
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
 from loadtest.live import free_port, post
+from loadtest.markdown import machine, write_section
 from loadtest.queues import policy_document, spread
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -405,28 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def machine() -> str:
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        "unknown CPU",
-    )
-    memory = Path("/proc/meminfo").read_text().split()[1]
-    return (
-        f"{os.cpu_count()} cores ({model}), {int(memory) // 1024 // 1024} GiB, "
-        f"Python {sys.version.split()[0]}"
-    )
-
-
 def write(path: Path, rows: list[str], args: argparse.Namespace, traces: bool) -> None:
     """Replace the suite's section of `path` (between its markers), keeping the rest."""
-    begin, end = "<!-- http-suite:begin -->", "<!-- http-suite:end -->"
     section = "\n".join(
         [
-            begin,
             f"Measured {time.strftime('%Y-%m-%d')} on {machine()}, client and server on the same "
             f"machine, {args.connections} connections, {args.seconds:g} s per row, both servers "
             f"under gunicorn's {args.worker_class} worker, "
@@ -438,15 +421,9 @@ def write(path: Path, rows: list[str], args: argparse.Namespace, traces: bool) -
             f"{args.worker_class} --write docs/benchmarks.md",
             "",
             *rows,
-            end,
         ]
     )
-    text = path.read_text() if path.exists() else f"# Benchmarks\n\n{begin}\n{end}\n"
-    if begin not in text:
-        text += f"\n{begin}\n{end}\n"
-    head, rest = text.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    path.write_text(head + section + tail)
+    write_section(path, "<!-- http-suite:begin -->", "<!-- http-suite:end -->", section)
 
 
 if __name__ == "__main__":

@@ -13,23 +13,52 @@ a place in the line costs a few heap operations per level, not a look at every q
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
+from extender.core.policy import Policy
 from extender.core.queues import QueueBook, WaitingJob
+
+
+def open_leaves(policy: Policy) -> list[str]:
+    """The leaf queues that may admit work: open, and every ancestor open."""
+    return [
+        leaf
+        for leaf in policy.queues
+        if policy.is_leaf(leaf) and all(policy.queues[q].state == "open" for q in policy.path(leaf))
+    ]
+
+
+def fair_shares(policy: Policy, busy: Collection[str]) -> dict[str, float]:
+    """What fair order gives each queue when the leaf queues `busy` always have work waiting and
+    the others none: among siblings with work, a queue's share of its parent's share is its
+    weight over theirs, recursively from the top (the top-level queues share the cluster). Only
+    open leaves count; every queue with work below it is in the answer, the rest are not."""
+    with_work: set[str] = set()
+    for leaf in open_leaves(policy):
+        if leaf in busy:
+            with_work.update(policy.path(leaf))
+    shares: dict[str, float] = {}
+
+    def split(parent: str | None, share: float) -> None:
+        kids = [k for k in policy.children.get(parent, ()) if k in with_work]
+        weights = sum(policy.queues[k].weight for k in kids)
+        for kid in kids:
+            shares[kid] = share * policy.queues[kid].weight / weights
+            split(kid, shares[kid])
+
+    split(None, 1.0)
+    return shares
 
 
 def fair_order(book: QueueBook) -> Iterator[WaitingJob]:
     """Waiting jobs of open queues, in the order fair sharing would admit them."""
     policy = book.policy
     remaining: dict[str, int] = {}
-    for leaf in policy.queues:
-        if policy.is_leaf(leaf) and all(
-            policy.queues[q].state == "open" for q in policy.path(leaf)
-        ):
-            count = len(book.waiting(leaf))
-            if count:
-                for name in policy.path(leaf):
-                    remaining[name] = remaining.get(name, 0) + count
+    for leaf in open_leaves(policy):
+        count = len(book.waiting(leaf))
+        if count:
+            for name in policy.path(leaf):
+                remaining[name] = remaining.get(name, 0) + count
     heaps: dict[str | None, list[tuple[float, str, int]]] = {}
     version: dict[str, int] = {}
     for name in remaining:

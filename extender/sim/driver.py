@@ -16,6 +16,9 @@ It behaves as ../shared/fixtures/kube-scheduler/NOTES.md describes kube-schedule
   real kube-scheduler, and a backlog of thousands is not tried again every 10 s.
 Evicted jobs (preemption or gangplank's reclaim) are re-created by their controller and wait
 again. Gangs that never complete hold what their bound members hold (the baseline shows it).
+
+Each job's wait, from its arrival to its first start, is split by what it waited for at each
+moment (`WAIT_CAUSES`), as the last scheduling cycle of any of its pods found it.
 """
 
 from __future__ import annotations
@@ -47,6 +50,16 @@ FLUSH_EVERY = 30.0
 STALL_SECONDS = 3600.0
 STAGGER = 0.2  # seconds between the creation stamps of one job's pods
 MIN_CANDIDATES = 100  # kube-scheduler's minCandidateNodesAbsolute
+
+# What a waiting job waits for, as its pods' last scheduling cycle found it.
+WAIT_CAUSES = {
+    "scheduler": "not tried yet: kube-scheduler's queue, a backlog of other pods",
+    "quota": "refused by its queue: quota (max, what others' guarantees protect) or state",
+    "room": "no room: no node with room for it, or none where its gang fits whole (its queue "
+    "would admit it)",
+    "hold": "room held for other jobs: the hold of the head of the line, other gangs' plans",
+    "gang": "its gang: members not all created, or some bound while the others wait",
+}
 
 
 @dataclass(eq=False)
@@ -89,6 +102,24 @@ class JobRecord:
     preempted: int = 0
     gpu_seconds_lost: float = 0.0
     runs: int = 0
+    # seconds waited before the first start, by cause (WAIT_CAUSES), and the cause now
+    waited: dict[str, float] = field(default_factory=dict)
+    cause: str = "scheduler"
+    cause_since: float = 0.0
+
+    def note(self, cause: str, now: float) -> None:
+        """From `now` on, until the next note, the job waits for `cause` ("": it started)."""
+        if self.started is not None and self.cause == "":
+            return  # only the wait before the first start is split
+        if cause != self.cause:
+            self.close(now)
+            self.cause = cause
+
+    def close(self, now: float) -> None:
+        """Count the time waited for the current cause up to `now`."""
+        if self.cause and now > self.cause_since:
+            self.waited[self.cause] = self.waited.get(self.cause, 0.0) + now - self.cause_since
+        self.cause_since = now
 
 
 @dataclass
@@ -96,6 +127,9 @@ class Filtered:
     passed: list[str]
     failed: dict[str, str] = field(default_factory=dict)  # resolvable
     unresolvable: dict[str, str] = field(default_factory=dict)
+    # What a refusal was for, when the extender knows: "quota", "gang", "held" (capacity is
+    # held for other jobs: the driver checks whether the job would fit without it), or "".
+    kind: str = ""
 
     def reason(self) -> str:
         for reasons in (self.unresolvable, self.failed):
@@ -126,6 +160,10 @@ class Extender(Protocol):
     def bind(self, pod: SimPod, node: str, now: float) -> str: ...
     def tick(self, now: float) -> Tick: ...
     def stop(self) -> None: ...
+    def queue_refuses(self, pod: SimPod) -> bool:
+        """Whether the pod's queue refuses its job now: asked of a pod kube-scheduler found no
+        room for (it never reaches the extender's filter then)."""
+        ...
 
 
 class Clock(Protocol):
@@ -211,7 +249,7 @@ class Driver:
             self.on_node[info.name] = {}
             self.by_free_gpu.setdefault(info.allocatable.get(GPU, 0), {})[info.name] = None
         self.capacity_gpus = sum(n.allocatable.get(GPU, 0) for n in self.nodes.values())
-        self.records = [JobRecord(spec) for spec in jobs]
+        self.records = [JobRecord(spec, cause_since=spec.arrival) for spec in jobs]
         self.now = 0.0
         self._seq = itertools.count()
         self._uids = itertools.count()
@@ -240,6 +278,8 @@ class Driver:
         self._accounted_to = 0.0
         self._last_change = 0.0  # when a pod was last bound or a job last ended
         self.reasons: dict[str, str] = {}  # job -> last reason it waited for
+        # GPU allocation (a share) when a pod first found no room (the FGD paper's figure)
+        self.allocated_at_first_no_room: float | None = None
         self.wall_seconds = 0.0
         for record in self.records:
             self._push(record.spec.arrival, "arrive", record)
@@ -262,7 +302,6 @@ class Driver:
                 if self._ends_before(t):
                     break
                 self.clock.wait_until(t)
-                self._account(t)
                 self.now = t
                 moved = False
                 while self._events and self._events[0][0] <= t:
@@ -352,6 +391,7 @@ class Driver:
             self._enqueue(pod)
 
     def _remove_run(self, run: Run) -> None:
+        self._account(self.now)
         run.gone = True
         gpus = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
         if run.started is not None:
@@ -430,7 +470,6 @@ class Driver:
                 t = self._free_at
                 if t >= self._next_wake() or self._ends_before(t):
                     return
-                self._account(t)
                 self.now = t
             _, _, _, pod = heapq.heappop(self._active)
             if pod.uid not in self.pending or pod.uid in seen or pod.uid in self.parked:
@@ -446,12 +485,15 @@ class Driver:
         pod.last_try = self.now
         feasible = self.fit.nodes_for(pod.info)
         if not feasible:
+            # its queue refusing it too, more room alone would not start it: that is the cause
+            self._waits(pod, "quota" if self.extender.queue_refuses(pod) else "room")
             if not self._preempt(pod, None):
                 self._park(pod, "")
             return
         self.extender_calls["filter"] += 1
         filtered = self.extender.filter(pod, feasible, self.now)
         if not filtered.passed:
+            self._waits(pod, self._cause(pod, filtered.kind, feasible))
             resolvable = [n for n in feasible if n not in filtered.unresolvable]
             if not (resolvable and self._preempt(pod, resolvable)):
                 self._park(pod, filtered.reason())
@@ -473,6 +515,31 @@ class Driver:
             return
         self._bound(pod, node)
 
+    def _waits(self, pod: SimPod, cause: str) -> None:
+        if cause == "room" and self.allocated_at_first_no_room is None:
+            self.allocated_at_first_no_room = round(self._allocated / (self.capacity_gpus or 1), 3)
+        run = pod.run
+        if run.bound and run.started is None:
+            cause = "gang"  # some members hold their nodes: the job waits for the others
+        run.record.note(cause, self.now)
+
+    def _cause(self, pod: SimPod, kind: str, feasible: Sequence[str]) -> str:
+        """What a pod the extender refused waits for: its kind of refusal; for capacity held for
+        others, "hold" only when the job's pods not bound yet would fit in what is free."""
+        if kind in ("quota", "gang"):
+            return kind
+        if kind != "held":
+            return "room"
+        want = {r: a for r, a in pod.requests.items() if a > 0}
+        needed = sum(1 for p in pod.run.pods if p.node is None)
+        room = 0
+        for name in feasible:
+            free = self.free[name]
+            room += min(free.get(PODS, 0), *(free.get(r, 0) // a for r, a in want.items()))
+            if room >= needed:
+                return "hold"
+        return "room"
+
     def _move(self, name: str, pod: SimPod, sign: int) -> None:
         free = self.free[name]
         before = free.get(GPU, 0)
@@ -486,6 +553,7 @@ class Driver:
         self.fit.moved(name)
 
     def _bound(self, pod: SimPod, node: str) -> None:
+        self._account(self.now)
         self._last_change = self.now
         pod.node = node
         self._move(node, pod, +1)
@@ -500,10 +568,12 @@ class Driver:
             self._incomplete += gpus
             if run.bound_since is None:
                 run.bound_since = self.now
+            run.record.note("gang", self.now)
             return
         self._incomplete -= sum(p.requests.get(GPU, 0) for p in run.pods) - gpus
         run.started = self.now
         record = run.record
+        record.note("", self.now)
         if record.started is None:
             record.started = self.now
         self._running[record.spec.queue] += sum(p.requests.get(GPU, 0) for p in run.pods)
@@ -598,6 +668,8 @@ class Driver:
 
     # ---- figures ----------------------------------
     def _account(self, t: float) -> None:
+        """Count what was allocated since the last count: called before anything allocated
+        changes (a bind, a run removed), at each sample and at the end."""
         span = t - self._accounted_to
         if span > 0:
             self.gpu_seconds += self._allocated * span
@@ -607,6 +679,7 @@ class Driver:
             self._accounted_to = t
 
     def _sample(self) -> None:
+        self._account(self.now)
         smallest = min(
             (p.requests.get(GPU, 0) for p in self.pending.values() if p.requests.get(GPU, 0)),
             default=0,

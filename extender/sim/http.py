@@ -215,3 +215,6 @@ class HttpExtender:
                 if RETRY_ANNOTATION in annotations:
                     tick.nudged.append(uid)
         return tick
+
+    def queue_refuses(self, pod: SimPod) -> bool:
+        return False  # not said over HTTP: a pod no node has room for waits for room

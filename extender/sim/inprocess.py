@@ -16,6 +16,7 @@ from extender.cache.store import ClusterStore
 from extender.convert import node_from_api
 from extender.core.bind import BindRequest
 from extender.core.coordinator import Coordinator
+from extender.core.gang import job_key
 from extender.core.gang_scheduler import GangConfig, GangScheduler
 from extender.core.policy import Policy
 from extender.core.preempt import Victims
@@ -59,7 +60,27 @@ class InProcess:
 
     def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered:
         result = self.coordinator.filter(self.store.snapshot(), pod.info, names, self._at(now))
-        return Filtered(result.passed, result.failed, result.unresolvable)
+        kind = "" if result.passed else self._refusal(pod)
+        return Filtered(result.passed, result.failed, result.unresolvable, kind)
+
+    def queue_refuses(self, pod: SimPod) -> bool:
+        return job_key(pod.info) in self.coordinator.refused
+
+    def _refusal(self, pod: SimPod) -> str:
+        """What the core refused the pod for (see `Filtered.kind`), from its own records: the
+        job refused by its queue, the gang's rejection kind, capacity held for other jobs."""
+        if self.queue_refuses(pod):
+            return "quota"
+        key = job_key(pod.info)
+        gangs = self.coordinator.gangs
+        waiting = gangs.waiting.get(key)
+        rejected = waiting.rejected.get(pod.uid) if waiting is not None else None
+        if rejected is not None and rejected[2] in ("incomplete", "invalid"):
+            return "gang"
+        hold = gangs.hold
+        if (hold is not None and hold.key != key) or any(k != key for k in gangs.plans):
+            return "held"
+        return ""
 
     def prioritize(self, pod: SimPod, names: list[str], now: float) -> dict[str, int]:
         scores = self.coordinator.scores(self.store.snapshot(), pod.info, names)

@@ -1,5 +1,11 @@
-"""What a simulation shows: figures (JSON), a terminal summary, side-by-side comparisons and an
-HTML page of plots (matplotlib, imported only when a page is written)."""
+"""What a simulation shows: figures (JSON), a terminal summary, side-by-side comparisons over
+seeds and an HTML page of plots (matplotlib, imported only when a page is written).
+
+A run is one variant (a label: a cluster, a policy, gangplank or kube-scheduler alone) on the
+workload of one seed. Functions here take a flat list of runs and group them by label, in the
+order given; with several seeds a figure shows as the median and the range over seeds, and a
+difference between two variants is counted seed by seed (the same workload on both).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,18 @@ import html
 import io
 import json
 import re
+import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from extender.core.fair_order import fair_shares
 from extender.core.policy import Policy
-from extender.sim.driver import Driver, JobRecord
+from extender.sim.driver import WAIT_CAUSES, Driver, JobRecord
 
 HOUR = 3600.0
+Run = Mapping[str, Any]
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
@@ -30,12 +39,24 @@ def _hours(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds / HOUR, 3)
 
 
+def waited_by_cause(record: JobRecord, end: float) -> dict[str, float]:
+    """Seconds `record` waited before its first start (or the end), by cause."""
+    out = dict(record.waited)
+    if record.started is None and record.cause and end > record.cause_since:
+        out[record.cause] = out.get(record.cause, 0.0) + end - record.cause_since
+    return out
+
+
 def _job_figures(records: Sequence[JobRecord], end: float) -> dict[str, Any]:
-    """Counts, waits and gang time-to-start of `records` (jobs that arrived by `end`)."""
+    """Counts, waits, what the waits were for and gang time-to-start of `records` (jobs that
+    arrived by `end`)."""
     waits = [(r.started if r.started is not None else end) - r.spec.arrival for r in records]
     gangs = [
         r.started - r.spec.arrival for r in records if r.spec.members > 1 and r.started is not None
     ]
+    causes: Counter[str] = Counter()
+    for record in records:
+        causes.update(waited_by_cause(record, end))
     return {
         "jobs": len(records),
         "started": sum(1 for r in records if r.started is not None),
@@ -44,19 +65,35 @@ def _job_figures(records: Sequence[JobRecord], end: float) -> dict[str, Any]:
         "wait_p95_h": _hours(_percentile(waits, 0.95)),
         "gang_start_p50_h": _hours(_percentile(gangs, 0.5)),
         "gang_start_p95_h": _hours(_percentile(gangs, 0.95)),
+        "waited_h": round(sum(waits) / HOUR, 2),
+        "wait_by_cause_h": {c: round(causes[c] / HOUR, 2) for c in WAIT_CAUSES if causes[c]},
     }
 
 
-def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[str, Any]:
+def targets(policy: Policy | None, queues: Sequence[str]) -> dict[str, float]:
+    """Each queue's fair share of the cluster while all of `queues` have work: the policy's fair
+    order (`fair_shares`: down the tree by weight among siblings); without a policy, equal."""
+    if policy is None:
+        return {q: 1.0 / len(queues) for q in queues} if queues else {}
+    shares = fair_shares(policy, queues)
+    return {q: shares.get(q, 0.0) for q in queues}
+
+
+def figures(
+    driver: Driver,
+    label: str,
+    policy: Policy | None = None,
+    *,
+    cluster: str = "",
+    seed: int | None = None,
+) -> dict[str, Any]:
     """Every figure of one run. Waits are from arrival to the job's first start; a job that
-    never started counts with the wait it had when the run ended (a lower bound)."""
+    never started counts with the wait it had when the run ended (a lower bound). `policy` gives
+    the queues' fair shares (the baseline is measured against the policy it is compared with);
+    `cluster` and `seed` say what ran."""
     end = driver.now
     queues = sorted({r.spec.queue for r in driver.records})
-    weights = {
-        q: (policy.queues[q].weight if policy is not None and q in policy.queues else 1.0)
-        for q in queues
-    }
-    total_weight = sum(weights.values()) or 1.0
+    fair = targets(policy, [q for q in queues if q])
     total_gpu_seconds = sum(driver.queue_gpu_seconds.values()) or 1.0
     per_queue: dict[str, Any] = {}
     for queue in queues:
@@ -65,13 +102,16 @@ def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[st
             **_job_figures(records, end),
             "gpu_hours": round(driver.queue_gpu_seconds.get(queue, 0.0) / HOUR, 1),
             "share": round(driver.queue_gpu_seconds.get(queue, 0.0) / total_gpu_seconds, 3),
-            "weight_share": round(weights[queue] / total_weight, 3),
+            "fair_share": round(fair.get(queue, 1.0), 3),
             "preempted": sum(r.preempted for r in records),
         }
     arrived = [r for r in driver.records if r.spec.arrival <= end]
     capacity = driver.capacity_gpus * end or 1.0
     return {
         "label": label,
+        "seed": seed,
+        "cluster": cluster,
+        "policy": policy.source if policy is not None else None,
         "extender": driver.extender.name,
         "nodes": len(driver.nodes),
         "gpus": driver.capacity_gpus,
@@ -82,6 +122,11 @@ def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[st
         "useful_utilisation": round(
             (driver.gpu_seconds - driver.incomplete_gpu_seconds) / capacity, 3
         ),
+        "allocated_at_end": round(
+            (driver.samples[-1].allocated if driver.samples else 0) / (driver.capacity_gpus or 1),
+            3,
+        ),
+        "allocated_at_first_no_room": driver.allocated_at_first_no_room,
         "incomplete_gang_gpu_hours": round(driver.incomplete_gpu_seconds / HOUR, 1),
         "preemptions": driver.preemptions,
         "evicted_by_gangplank": driver.evictions_by_extender,
@@ -91,7 +136,7 @@ def figures(driver: Driver, label: str, policy: Policy | None = None) -> dict[st
         "extender_calls": dict(driver.extender_calls),
         "queues": per_queue,
         "series": {
-            "t_h": [round(s.t / HOUR, 3) for s in driver.samples],
+            "t_s": [round(s.t, 1) for s in driver.samples],
             "allocated": [s.allocated for s in driver.samples],
             "incomplete": [s.incomplete for s in driver.samples],
             "stranded": [s.stranded for s in driver.samples],
@@ -116,12 +161,48 @@ def _reasons(driver: Driver, top: int = 5) -> list[list[Any]]:
     return [[reason, n] for reason, n in counts.most_common(top)]
 
 
+# ---- runs over seeds ----------------------------------------------------------------------
+def by_variant(runs: Sequence[Run]) -> list[list[Run]]:
+    """The runs grouped by label, labels in the order they first come, seeds in order."""
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run["label"], []).append(run)
+    return list(groups.values())
+
+
+def spread(values: Sequence[float | None]) -> tuple[float, float, float] | None:
+    """(median, lowest, highest) of the values known; None when none is."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    return statistics.median(known), min(known), max(known)
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
         return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _spread_text(values: Sequence[float | None], fmt: Callable[[Any], str] = _fmt) -> str:
+    """One value as it is; several as the median and the range: `0.35 (0.1-0.9)`."""
+    if len(values) == 1:
+        return fmt(values[0])
+    found = spread(values)
+    if found is None:
+        return "-"
+    median, low, high = found
+    if low == high:
+        return fmt(median)
+    return f"{fmt(median)} ({fmt(low)}-{fmt(high)})"
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 SUMMARY_ROWS = (
@@ -138,14 +219,26 @@ SUMMARY_ROWS = (
     ("preemptions", "jobs preempted"),
     ("gpu_hours_lost", "GPU-hours of work preempted"),
 )
+VARIANT_BARS = (
+    ("preemptions", "jobs preempted"),
+    ("never_started", "jobs not started by the end"),
+    ("gang_start_p95_h", "gang time-to-start p95 (h)"),
+)
+QUEUE_ROWS = (
+    ("wait_p50_h", "p50 wait (h)"),
+    ("wait_p95_h", "p95 wait (h)"),
+    ("share", "share of GPU-hours"),
+)
 
 
-def table(rows: Sequence[Sequence[str]]) -> str:
+def table(rows: Sequence[Sequence[str]], left: Sequence[int] = (0,)) -> str:
+    """Columns aligned: those in `left` to the left (words), the others to the right."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        cells = [
+            c.ljust(w) if i in left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
         if n == 0:
@@ -153,158 +246,490 @@ def table(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def summary(runs: Sequence[Mapping[str, Any]]) -> str:
-    """The runs side by side, then each queue's waits and share."""
-    first = runs[0]
+def describe(group: Sequence[Run]) -> str:
+    """What a variant ran: its cluster, its scheduler and policy, its seeds."""
+    run = group[0]
+    where = f"{run['cluster']}: " if run.get("cluster") else ""
+    policy = run.get("policy")
+    who = run["extender"] + (f" with {policy}" if policy and run["extender"] == "gangplank" else "")
+    if run["extender"] == "gangplank" and not policy:
+        who += " without a policy"
+    seeds = [int(r["seed"]) for r in group if r.get("seed") is not None]
+    seeded = f", seed{'s' if len(seeds) > 1 else ''} {_seed_list(seeds)}" if seeds else ""
+    return f"{run['label']}: {where}{run['nodes']:,} nodes, {run['gpus']:,} GPUs; {who}{seeded}"
+
+
+def _seed_list(seeds: Sequence[int]) -> str:
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(str(s) for s in seeds)
+
+
+def summary(runs: Sequence[Run]) -> str:
+    """The variants side by side (over seeds: median and range), then each queue's waits and
+    share against its fair share, then what each queue's jobs waited for."""
+    groups = by_variant(runs)
+    first = groups[0][0]
+    seeds = len(groups[0])
+    over = f" (median and range over {seeds} seeds)" if seeds > 1 else ""
     out = [
-        f"{first['nodes']:,} nodes, {first['gpus']:,} GPUs, {first['jobs']:,} jobs, "
-        f"{first['simulated_hours']} simulated hours"
+        f"{first['jobs']:,} jobs, {first['simulated_hours']} simulated hours{over}",
+        "\n".join(describe(g) for g in groups),
     ]
-    rows = [["", *(r["label"] for r in runs)]]
-    rows += [[text, *(_fmt(r[key]) for r in runs)] for key, text in SUMMARY_ROWS]
-    rows.append(["wall time (s)", *(_fmt(r["wall_seconds"]) for r in runs)])
+    rows = [["", *(g[0]["label"] for g in groups)]]
+    rows += [
+        [text, *(_spread_text([r[key] for r in g]) for g in groups)] for key, text in SUMMARY_ROWS
+    ]
+    wall = "wall time (s)" + (", all seeds" if seeds > 1 else "")
+    rows.append([wall, *(_fmt(sum(r["wall_seconds"] for r in g)) for g in groups)])
     out.append(table(rows))
     why = [
-        f"{run['label']}: {count} not started by the end: {reason[:200]}"
-        for run in runs
-        for reason, count in run.get("never_started_reasons", [])
+        f"{g[0]['label']}{_seed_note(g[0], seeds)}: {count} not started by the end: {reason[:200]}"
+        for g in groups
+        for reason, count in g[0].get("never_started_reasons", [])
     ]
     if why:
         out.append("\n".join(why))
-    queues = sorted({q for r in runs for q in r["queues"]})
+    queues = sorted({q for g in groups for r in g for q in r["queues"]})
     if len(queues) > 1 or queues != ["(none)"]:
-        rows = [["queue", *(f"{r['label']}: p50/p95 wait (h), share/weight" for r in runs)]]
-        for queue in queues:
-            cells = [queue]
-            for r in runs:
-                q = r["queues"].get(queue)
-                cells.append(
-                    "-"
-                    if q is None
-                    else f"{_fmt(q['wait_p50_h'])} / {_fmt(q['wait_p95_h'])}, "
-                    f"{q['share']:.0%} / {q['weight_share']:.0%}"
-                )
-            rows.append(cells)
-        out.append(table(rows))
+        out.append(queue_table(groups, queues))
+    out.append(wait_causes(groups, queues))
     return "\n\n".join(out)
 
 
-def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """What changes from run `a` to run `b`, one line each ("research p95 wait 4.1 h → 1.2 h")."""
-    lines = []
-    for queue, qa in a["queues"].items():
-        qb = b["queues"].get(queue)
-        if qb is None:
+def queue_table(groups: Sequence[Sequence[Run]], queues: Sequence[str]) -> str:
+    """Each queue's waits, and its share of GPU-hours against its fair share."""
+    rows = [["queue", "", *(g[0]["label"] for g in groups)]]
+    for queue in queues:
+        found = [[r["queues"][queue] for r in g if queue in r["queues"]] for g in groups]
+        fair = next((qs[0]["fair_share"] for qs in found if qs), None)
+        for n, (key, text) in enumerate(QUEUE_ROWS):
+            if key == "share":
+                text += f" (fair {_pct(fair)})"
+            cells = [queue if n == 0 else "", text]
+            for qs in found:
+                fmt = _pct if key == "share" else _fmt
+                cell = _spread_text([q[key] for q in qs], fmt) if qs else "-"
+                if key == "share" and qs and qs[0]["fair_share"] != fair:
+                    cell += f" (fair {_pct(qs[0]['fair_share'])})"
+                cells.append(cell)
+            rows.append(cells)
+    return table(rows, left=(0, 1))
+
+
+def _seed_note(run: Run, seeds: int) -> str:
+    return f" (seed {run['seed']})" if seeds > 1 else ""
+
+
+def _cause_hours(group: Sequence[Run], queue: str | None) -> tuple[dict[str, float], float]:
+    """Median job-hours waited per cause over the group's seeds, and the median total."""
+    scopes = [r if queue is None else r["queues"].get(queue) for r in group]
+    found = [s for s in scopes if s is not None]
+    by_cause = {
+        c: statistics.median([s["wait_by_cause_h"].get(c, 0.0) for s in found]) for c in WAIT_CAUSES
+    }
+    return by_cause, statistics.median([s["waited_h"] for s in found]) if found else 0.0
+
+
+def wait_causes(groups: Sequence[Sequence[Run]], queues: Sequence[str]) -> str:
+    """What the jobs of each queue waited for: job-hours of waiting by cause, as shares."""
+    lines = ["what the waiting was for (share of the job-hours waited):"]
+    for cause, text in WAIT_CAUSES.items():
+        lines.append(f"  {cause}: {text}")
+    rows = [["queue", *(f"{g[0]['label']}: job-hours waited" for g in groups)]]
+    for queue in [*queues, None]:
+        cells = ["all queues" if queue is None else queue]
+        for g in groups:
+            by_cause, waited = _cause_hours(g, queue)
+            total = sum(by_cause.values())
+            parts = [
+                f"{c} {v / total:.0%}"
+                for c, v in sorted(by_cause.items(), key=lambda kv: -kv[1])
+                if total and v / total >= 0.005
+            ]
+            cells.append(f"{_fmt(round(waited, 1))}: {', '.join(parts)}" if parts else _fmt(waited))
+        rows.append(cells)
+    lines.append(table(rows, left=range(len(rows[0]))))
+    return "\n".join(lines)
+
+
+def _values(group: Sequence[Run], key: str, queue: str | None) -> dict[Any, float | None]:
+    out: dict[Any, float | None] = {}
+    for run in group:
+        scope = run if queue is None else run["queues"].get(queue)
+        out[run.get("seed")] = None if scope is None else scope.get(key)
+    return out
+
+
+def differences(a: Sequence[Run], b: Sequence[Run]) -> list[dict[str, Any]]:
+    """What changes from variant `a` to variant `b` (each one run per seed), seed by seed: each
+    figure that differs, with its medians, the change per seed, and whether the change goes the
+    same way in every seed or is within noise (up in some seeds, down in others). Those that go
+    one way come first."""
+    queues = [q for q in a[0]["queues"] if q in b[0]["queues"]]
+    asked = [(q, key, f"{q} {text}") for q in queues for key, text in QUEUE_ROWS]
+    asked += [(None, key, text) for key, text in SUMMARY_ROWS[2:]]
+    out = []
+    for queue, key, what in asked:
+        va, vb = _values(a, key, queue), _values(b, key, queue)
+        seeds = [s for s in va if s in vb and va[s] is not None and vb[s] is not None]
+        pairs = [(float(va[s] or 0), float(vb[s] or 0)) for s in seeds]
+        if not pairs or all(x == y for x, y in pairs):
             continue
-        for key, text in (("wait_p95_h", "p95 wait"), ("wait_p50_h", "p50 wait")):
-            if qa[key] != qb[key]:
-                lines.append(f"{queue} {text} {_fmt(qa[key])} h → {_fmt(qb[key])} h")
-    for key, text in SUMMARY_ROWS[2:]:
-        if a[key] != b[key]:
-            lines.append(f"{text}: {_fmt(a[key])} → {_fmt(b[key])}")
-    return [f"{b['label']} (against {a['label']}): {line}" for line in lines]
+        change = [y - x for x, y in pairs]
+        up, down = sum(c > 0 for c in change), sum(c < 0 for c in change)
+        if len(pairs) == 1:
+            verdict = "one seed: noise unknown"
+        elif up == len(pairs) or down == len(pairs):
+            verdict = f"{'up' if up else 'down'} in every seed"
+        else:
+            same = len(pairs) - up - down
+            verdict = (
+                "within noise ("
+                + ", ".join(
+                    f"{word} in {n}"
+                    for word, n in (("up", up), ("down", down), ("unchanged", same))
+                    if n
+                )
+                + f" of {len(pairs)} seeds)"
+            )
+        out.append(
+            {
+                "variant": b[0]["label"],
+                "against": a[0]["label"],
+                "queue": queue,
+                "figure": key,
+                "what": what,
+                "seeds": seeds,
+                "a": [x for x, _ in pairs],
+                "b": [y for _, y in pairs],
+                "change": change,
+                "verdict": verdict,
+            }
+        )
+    out.sort(key=lambda d: d["verdict"].startswith("within noise"))
+    return out
+
+
+def difference_table(found: Sequence[Mapping[str, Any]]) -> str:
+    """The differences of each variant against the one it is compared with, a table each: the
+    figure, its median in both, the change per seed (median, lowest to highest), the verdict."""
+    out = []
+    pairs = list(dict.fromkeys((d["variant"], d["against"]) for d in found))
+    for variant, against in pairs:
+        rows = [d for d in found if (d["variant"], d["against"]) == (variant, against)]
+        seeds = len(rows[0]["a"])
+        lines = [
+            [
+                "",
+                against,
+                variant,
+                "change" if seeds == 1 else f"change per seed ({seeds} seeds)",
+                "",
+            ]
+        ]
+        for d in rows:
+            change = spread(d["change"])
+            assert change is not None
+            share = d["figure"] == "share"  # shown in percent, changes in percentage points
+            fmt, signed = (_pct, _points) if share else (_fmt, _signed)
+            median, low, high = change
+            moved = (
+                signed(median)
+                if seeds == 1
+                else f"{signed(median)} ({signed(low)} to {signed(high)})"
+            )
+            lines.append(
+                [
+                    d["what"],
+                    fmt(statistics.median(d["a"])),
+                    fmt(statistics.median(d["b"])),
+                    moved,
+                    d["verdict"],
+                ]
+            )
+        head = f"{variant} against {against}" + (
+            f" (medians of {seeds} seeds)"
+            if seeds > 1
+            else " (one seed: --seeds 3 or more to tell a difference from noise)"
+        )
+        out.append(head + ":\n" + table(lines, left=(0, 4)))
+    return "\n\n".join(out)
+
+
+def _points(value: float) -> str:
+    return f"{value * 100:+.1f} pp" if value else "0"
+
+
+def _signed(value: float) -> str:
+    return ("+" if value > 0 else "") + _fmt(round(value, 4))
 
 
 # ---- the HTML page ------------------------------------------------------------------------
 def _png(figure: Any) -> str:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def plots(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """(title, base64 PNG) for each plot."""
+def colours(groups: Sequence[Sequence[Run]]) -> dict[str, str]:
+    """One colour per variant, the same on every chart."""
+    palette = ("#1f77b4", "#d62728", "#7f7f7f", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")
+    return {g[0]["label"]: palette[i % len(palette)] for i, g in enumerate(groups)}
+
+
+CAUSE_COLOURS = {
+    "scheduler": "#c7c7c7",
+    "quota": "#f2b701",
+    "room": "#8c564b",
+    "hold": "#e377c2",
+    "gang": "#17becf",
+}
+
+
+def time_unit(runs: Sequence[Run]) -> tuple[str, float]:
+    """The unit that fits the runs' length: seconds for a short demo, minutes, hours for a day."""
+    longest = max((r["series"]["t_s"][-1] for r in runs if r["series"]["t_s"]), default=0.0)
+    if longest <= 600:
+        return "seconds", 1.0
+    if longest <= 3 * HOUR:
+        return "minutes", 60.0
+    return "hours", HOUR
+
+
+def plots(runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """(title, base64 PNG) for each plot. Time series show each variant's first seed; bars the
+    median over seeds, with the range as a line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "legend.fontsize": 9})
+    groups = by_variant(runs)
+    colour = colours(groups)
+    firsts = [g[0] for g in groups]
+    unit, per = time_unit(firsts)
+    seeded = f" (seed {firsts[0]['seed']})" if len(groups[0]) > 1 else ""
     out = []
-    fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 3.2), squeeze=False)
-    for ax, run in zip(axes[0], runs, strict=True):
-        s = run["series"]
-        ax.plot(s["t_h"], s["allocated"], label="allocated")
-        ax.plot(s["t_h"], s["incomplete"], label="held by incomplete gangs")
-        ax.plot(s["t_h"], s["stranded"], label="stranded")
-        ax.axhline(run["gpus"], color="grey", linewidth=0.8, linestyle=":")
-        ax.set_title(run["label"])
-        ax.set_xlabel("hours")
-        ax.set_ylabel("GPUs")
-        ax.legend(fontsize=7)
-    out.append(("GPU allocation, GPUs held by incomplete gangs, stranded GPUs", _png(fig)))
-    plt.close(fig)
 
-    fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 3.2), squeeze=False)
-    for ax, run in zip(axes[0], runs, strict=True):
-        s = run["series"]
-        names = list(s["running"])
-        if s["t_h"] and names:
-            ax.stackplot(s["t_h"], *[s["running"][q] for q in names], labels=names)
-        ax.set_title(run["label"])
-        ax.set_xlabel("hours")
-        ax.set_ylabel("GPUs running")
-        ax.legend(fontsize=7, loc="upper left")
-    out.append(("GPUs of running jobs by queue", _png(fig)))
-    plt.close(fig)
+    def times(run: Run) -> list[float]:
+        return [t / per for t in run["series"]["t_s"]]
 
-    queues = sorted({q for r in runs for q in r["queues"]})
-    width = 0.8 / len(runs)
-    for key, title in (
-        ("wait_p95_h", "Queue wait p95 (hours; p50 hatched)"),
-        ("share", "Share of GPU-hours by queue (the bar) against its weight's share (the dot)"),
+    fig, axes = plt.subplots(3, 1, figsize=(11, 7.5), sharex=True)
+    for ax, key, title in (
+        (axes[0], "allocated", "GPUs allocated (dotted: the cluster's GPUs)"),
+        (axes[1], "incomplete", "GPUs held by gangs not all bound"),
+        (
+            axes[2],
+            "stranded",
+            "stranded GPUs (free, fewer on a node than the smallest pod waiting asks)",
+        ),
     ):
-        fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(queues) * len(runs)), 3.2))
-        for i, run in enumerate(runs):
-            xs = [n + i * width for n in range(len(queues))]
-            values = [(run["queues"].get(q) or {}).get(key) or 0 for q in queues]
-            ax.bar(xs, values, width, label=run["label"])
-            if key == "wait_p95_h":
-                p50 = [(run["queues"].get(q) or {}).get("wait_p50_h") or 0 for q in queues]
-                ax.bar(xs, p50, width, fill=False, hatch="//")
-            else:
-                weights = [(run["queues"].get(q) or {}).get("weight_share") or 0 for q in queues]
-                ax.plot(xs, weights, "ko", markersize=4)
-        ax.set_xticks([n + width * (len(runs) - 1) / 2 for n in range(len(queues))], queues)
-        ax.legend(fontsize=7)
-        out.append((title, _png(fig)))
+        for run in firsts:
+            ax.step(
+                times(run),
+                run["series"][key],
+                where="post",
+                color=colour[run["label"]],
+                label=run["label"],
+            )
+            if key == "allocated":
+                ax.axhline(run["gpus"], color=colour[run["label"]], linewidth=1, linestyle=":")
+        ax.set_title(title, loc="left")
+        ax.set_ylabel("GPUs")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc="lower right")
+    axes[-1].set_xlabel(unit)
+    fig.tight_layout()
+    out.append((f"GPUs over time{seeded}", _png(fig)))
+    plt.close(fig)
+
+    queues = sorted({q for r in firsts for q in r["series"]["running"]})
+    for key, title, ylabel in (
+        ("waiting", "Jobs waiting, by queue", "jobs"),
+        ("running", "GPUs of running jobs, by queue", "GPUs"),
+    ):
+        cols = min(2, len(queues)) or 1
+        rows = -(-len(queues) // cols) or 1
+        fig, axes = plt.subplots(
+            rows, cols, figsize=(11, 2.6 * rows + 0.6), sharex=True, squeeze=False
+        )
+        for ax, queue in zip(axes.flat, queues, strict=False):
+            for run in firsts:
+                values = run["series"][key].get(queue)
+                if values is not None:
+                    ax.step(
+                        times(run),
+                        values,
+                        where="post",
+                        color=colour[run["label"]],
+                        label=run["label"],
+                    )
+            ax.set_title(queue, loc="left")
+            ax.set_ylabel(ylabel)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+        for ax in axes.flat[len(queues) :]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel(unit)
+        axes.flat[0].legend(loc="upper left")
+        fig.tight_layout()
+        out.append((f"{title}{seeded}", _png(fig)))
         plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
-    labels = [r["label"] for r in runs]
-    ax.bar(labels, [r["preemptions"] for r in runs], label="jobs preempted")
-    ax.bar(
-        labels,
-        [r["never_started"] for r in runs],
-        bottom=[r["preemptions"] for r in runs],
-        label="jobs not started by the end",
+    queues = sorted({q for r in runs for q in r["queues"]})
+    over = " (bars: median over seeds; lines: the range)" if len(groups[0]) > 1 else ""
+    out.append(
+        (
+            f"Queue waits, p95 (hours; p50 hatched){over}",
+            _bars(plt, groups, colour, queues, "wait_p95_h", "hours", hatched="wait_p50_h"),
+        )
     )
-    ax.legend(fontsize=7)
-    out.append(("Jobs preempted and jobs not started by the end", _png(fig)))
-    plt.close(fig)
+    out.append(
+        (
+            f"Share of GPU-hours by queue against its fair share (black: the fair share){over}",
+            _bars(plt, groups, colour, queues, "share", "share of GPU-hours", target="fair_share"),
+        )
+    )
+    out.append(
+        (
+            f"What the jobs of each queue waited for (job-hours; medians){over}",
+            _causes(plt, groups, colour, queues),
+        )
+    )
 
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
-    ax.bar(labels, [r["gang_start_p95_h"] or 0 for r in runs], label="p95")
-    ax.bar(labels, [r["gang_start_p50_h"] or 0 for r in runs], label="p50")
-    ax.set_ylabel("hours")
-    ax.legend(fontsize=7)
-    out.append(("Gang time-to-start (arrival to every member bound)", _png(fig)))
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    labels = [g[0]["label"] for g in groups]
+    for ax, (key, title) in zip(axes, VARIANT_BARS, strict=True):
+        found = [spread([r[key] for r in g]) or (0.0, 0.0, 0.0) for g in groups]
+        ax.bar(labels, [f[0] for f in found], color=[colour[x] for x in labels])
+        if len(groups[0]) > 1:
+            ax.vlines(labels, [f[1] for f in found], [f[2] for f in found], color="black")
+        ax.set_title(title, loc="left")
+        ax.tick_params(axis="x", labelrotation=15)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    out.append((f"Preemptions, jobs not started, gang time-to-start{over}", _png(fig)))
     plt.close(fig)
     return out
 
 
-def write_html(
-    runs: Sequence[Mapping[str, Any]], path: Path, title: str, notes: Sequence[str]
-) -> None:
+def _bars(
+    plt: Any,
+    groups: Sequence[Sequence[Run]],
+    colour: Mapping[str, str],
+    queues: Sequence[str],
+    key: str,
+    ylabel: str,
+    *,
+    hatched: str = "",
+    target: str = "",
+) -> str:
+    fig, ax = plt.subplots(figsize=(11, 3.6))
+    width = 0.8 / len(groups)
+    for i, group in enumerate(groups):
+        label = group[0]["label"]
+        xs = [n + (i - (len(groups) - 1) / 2) * width for n in range(len(queues))]
+        found = [spread([(r["queues"].get(q) or {}).get(key) for r in group]) for q in queues]
+        ax.bar(xs, [f[0] if f else 0 for f in found], width, color=colour[label], label=label)
+        if len(group) > 1:
+            ax.vlines(
+                xs,
+                [f[1] if f else 0 for f in found],
+                [f[2] if f else 0 for f in found],
+                color="black",
+                linewidth=1,
+            )
+        if hatched:
+            inner = [
+                spread([(r["queues"].get(q) or {}).get(hatched) for r in group]) for q in queues
+            ]
+            ax.bar(
+                xs,
+                [f[0] if f else 0 for f in inner],
+                width,
+                fill=False,
+                hatch="//",
+                edgecolor="white",
+            )
+        if target:
+            fair = [(group[0]["queues"].get(q) or {}).get(target) for q in queues]
+            ax.scatter(
+                xs,
+                [f if f is not None else float("nan") for f in fair],
+                color="black",
+                marker="_",
+                s=400,
+                linewidths=2,
+                zorder=3,
+            )
+    ax.set_xticks(range(len(queues)), queues)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+def _causes(
+    plt: Any, groups: Sequence[Sequence[Run]], colour: Mapping[str, str], queues: Sequence[str]
+) -> str:
+    rows = [(q, g) for q in queues for g in groups]
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(rows) + 1.2))
+    ys = list(range(len(rows)))[::-1]
+    for cause in WAIT_CAUSES:
+        lefts = []
+        widths = []
+        for queue, group in rows:
+            by_cause, _ = _cause_hours(group, queue)
+            lefts.append(
+                sum(
+                    v
+                    for c, v in by_cause.items()
+                    if list(WAIT_CAUSES).index(c) < list(WAIT_CAUSES).index(cause)
+                )
+            )
+            widths.append(by_cause[cause])
+        ax.barh(ys, widths, left=lefts, color=CAUSE_COLOURS[cause], label=cause, height=0.7)
+    ax.set_yticks(ys, [f"{q} — {g[0]['label']}" for q, g in rows])
+    for tick, (_, group) in zip(ax.get_yticklabels(), rows, strict=True):
+        tick.set_color(colour[group[0]["label"]])
+    ax.set_xlabel("job-hours waited")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=len(WAIT_CAUSES), frameon=False)
+    fig.tight_layout()
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+def write_html(runs: Sequence[Run], path: Path, title: str, notes: Sequence[str]) -> None:
+    groups = by_variant(runs)
+    colour = colours(groups)
+    swatches = "".join(
+        f"<li><span style='display:inline-block;width:1em;height:1em;background:"
+        f"{colour[g[0]['label']]};margin-right:.5em;vertical-align:middle'></span>"
+        f"{html.escape(describe(g))}</li>"
+        for g in groups
+    )
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title>",
-        "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"
-        "pre{background:#f6f6f6;padding:1em;overflow:auto}img{max-width:100%}</style>",
-        f"</head><body><h1>{html.escape(title)}</h1>",
-        "<h2>Summary</h2><pre>" + html.escape(summary(runs)) + "</pre>",
+        "<style>body{font-family:sans-serif;max-width:1150px;margin:1.5em auto;color:#222;"
+        "font-size:15px}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:13px}"
+        "img{max-width:100%}ul{padding-left:1.2em}</style>",
+        f"</head><body><h1>{html.escape(title)}</h1><ul>{swatches}</ul>",
     ]
     if notes:
-        parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+        parts.append(
+            "<h2>What changes</h2>" + "".join(f"<pre>{html.escape(n)}</pre>" for n in notes)
+        )
+    parts.append("<h2>Summary</h2><pre>" + html.escape(summary(runs)) + "</pre>")
     for heading, png in plots(runs):
         parts.append(
             f"<h2>{html.escape(heading)}</h2><img alt='{html.escape(heading)}' "
@@ -314,5 +739,7 @@ def write_html(
     path.write_text("\n".join(parts))
 
 
-def write_json(runs: Sequence[Mapping[str, Any]], path: Path) -> None:
-    path.write_text(json.dumps({"runs": list(runs)}, indent=1))
+def write_json(
+    runs: Sequence[Run], path: Path, differences: Sequence[Mapping[str, Any]] = ()
+) -> None:
+    path.write_text(json.dumps({"runs": list(runs), "differences": list(differences)}, indent=1))

@@ -3,18 +3,23 @@
     gangplank simulate --cluster synthetic:64x8 --jobs 2000 --policy policies/example.yaml
     gangplank simulate --cluster ../shared/traces --jobs 50000 --hours 24
     gangplank simulate --policy p.yaml --compare label=today "nodes=+16,label=+16 nodes"
+    gangplank simulate --cluster nodes.yaml --workload pods.csv --arrivals fgd
 
 Output: a summary on the terminal, and in --out (default ./simulation) report.json (every
-figure) and report.html (plots).
+figure of every run, the differences between variants) and report.html (plots). A what-if runs
+each variant on the workloads of several seeds (--seeds) and says, for each difference, whether
+it goes the same way in every seed or is within noise.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +31,25 @@ from extender.sim.baseline import Baseline
 from extender.sim.cluster import ClusterError, load_cluster, node_gpus
 from extender.sim.driver import Driver, Extender, Options
 from extender.sim.inprocess import InProcess
-from extender.sim.report import differences, figures, summary, write_html, write_json
-from extender.sim.workload import JobSpec, Mix, from_trace, generate
+from extender.sim.report import (
+    difference_table,
+    differences,
+    figures,
+    summary,
+    write_html,
+    write_json,
+)
+from extender.sim.workload import JobSpec, Mix, fgd_arrivals, from_trace, generate
 
 DEFAULT_TRACES = Path("../shared/traces")
 # One scheduling cycle with an extender: the filter and prioritize round trips (gangplank's pair
 # is p50 2.3 ms over HTTP at 5,000 nodes, docs/benchmarks.md), kube-scheduler's own filters and
 # scores over thousands of nodes, the bind: 5 ms, 200 pods a second.
 CYCLE_MS = 5.0
+GENERATED_JOBS = 2000
+# Seeds of a what-if by default: enough for a difference that goes one way in all of them to
+# mean something (one way in 3 of 3 by chance: 1 in 4), few enough for minutes on two cores.
+COMPARE_SEEDS = 3
 
 
 @dataclass
@@ -110,8 +126,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         type=positive_int,
-        default=2000,
-        help="jobs to generate (of a trace: the first this many pods)",
+        help=f"jobs to generate (default {GENERATED_JOBS}); of a trace, the first this many pods "
+        "(default: all)",
+    )
+    parser.add_argument(
+        "--arrivals",
+        choices=("trace", "fgd"),
+        default="trace",
+        help="how a trace's pods arrive: `trace`, at their creation times, each running from "
+        "scheduling to deletion (the trace's own pace: light, see the README); `fgd`, as the "
+        "FGD paper replays them: in order, then seeded draws from the list until the GPUs "
+        "asked for exceed the cluster's, one a second, none leaving",
     )
     parser.add_argument(
         "--hours", type=positive_float, default=24.0, help="hours the arrivals span"
@@ -122,7 +147,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.9,
         help="GPU-hours asked for, as a share of the cluster's",
     )
-    parser.add_argument("--seed", type=int, default=1, help="seed of the generated mix")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        help="the first seed: of the generated mix, of a trace's queues and FGD draws, of "
+        "kube-scheduler's random picks",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=positive_int,
+        help=f"run every variant on the workloads of this many seeds (--seed, --seed+1, ...): "
+        f"figures show the median and range; default {COMPARE_SEEDS} with --compare, else 1",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        help="runs at once, each in its own process (default: the CPUs, at most the runs)",
+    )
     parser.add_argument(
         "--queues",
         type=queue_shares,
@@ -229,21 +271,31 @@ def _trace(path: Path, queues: Sequence[str], limit: int, seed: int) -> list[Job
     return jobs
 
 
-def run_variant(
-    variant: Variant, jobs: Sequence[JobSpec], args: argparse.Namespace
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Task:
+    """One run: a variant on the workload of one seed."""
+
+    variant: Variant
+    seed: int
+    jobs: Sequence[JobSpec]
+    reference: str | None  # the policy whose fair shares the figures compare against
+
+
+def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, Any]:
+    variant, jobs = task.variant, task.jobs
     nodes = _grow(load_cluster(variant.cluster), variant.add_nodes)
     policy = load_policy(variant.policy) if variant.policy else None
     extender: Extender = Baseline() if variant.baseline else InProcess(policy)
     horizon = max((j.arrival for j in jobs), default=0.0)
-    update, bar = _progress(horizon, variant.label, args.quiet)
+    label = variant.label if args.seeds == 1 else f"{variant.label}, seed {task.seed}"
+    update, bar = _progress(horizon, label, quiet)
     driver = Driver(
         nodes,
         jobs,
         extender,
         Options(
             kick_seconds=args.kick_seconds,
-            seed=args.seed,
+            seed=task.seed,
             cycle_seconds=args.cycle_ms / 1000,
             # work a free cluster would have finished: the longest job, after the last arrival
             drain_seconds=max((j.duration for j in jobs), default=0.0),
@@ -256,25 +308,87 @@ def run_variant(
     finally:
         if bar is not None:
             bar.close()
-    return figures(driver, variant.label, policy)
+    if policy is None and task.reference:
+        policy = load_policy(task.reference)
+    cluster = variant.cluster + (f" +{variant.add_nodes} nodes" if variant.add_nodes else "")
+    return figures(driver, variant.label, policy, cluster=cluster, seed=task.seed)
+
+
+def _run_task(job: tuple[Task, argparse.Namespace]) -> dict[str, Any]:
+    return run_variant(job[0], job[1], quiet=True)
+
+
+def run_all(tasks: Sequence[Task], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every run, in the order of `tasks`: one after another with a progress bar each, or in
+    `args.workers` processes with one bar counting the runs done."""
+    workers = min(args.workers or os.cpu_count() or 1, len(tasks))
+    if workers <= 1:
+        return [run_variant(task, args, args.quiet) for task in tasks]
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(tasks), desc=f"runs ({workers} at once)", unit="run", file=sys.stderr)
+    out: list[dict[str, Any]] = []
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for result in pool.map(_run_task, [(task, args) for task in tasks]):
+                out.append(result)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
+def workload(
+    args: argparse.Namespace, policy: Policy | None, nodes: list[dict[str, Any]], seed: int
+) -> list[JobSpec]:
+    """The jobs of one seed."""
+    if args.workload == "generated":
+        mix = Mix(
+            jobs=args.jobs or GENERATED_JOBS,
+            hours=args.hours,
+            load=args.load,
+            seed=seed,
+            queues=_queues(args, policy),
+        )
+        return generate(mix, node_gpus(nodes))
+    queues = list(_queues(args, policy)) if (args.queues or policy) else []
+    jobs = _trace(Path(args.workload), queues, args.jobs, seed)
+    if args.arrivals == "fgd":
+        return fgd_arrivals(jobs, sum(node_gpus(nodes)), seed)
+    return jobs
+
+
+def replay_note(jobs: Sequence[JobSpec], nodes: list[dict[str, Any]]) -> str:
+    """What replaying a trace in its own time means on this cluster: how long it spans and how
+    much of the cluster its pods ask for over that span."""
+    span = max(j.arrival for j in jobs)
+    capacity = sum(node_gpus(nodes))
+    asked = sum(j.total_gpus * min(j.duration, span - j.arrival) for j in jobs)
+    load = asked / (capacity * span) if capacity and span else 0.0
+    return (
+        f"the trace in its own time: {len(jobs):,} pods arriving over {span / 3600:,.0f} hours, "
+        f"asking for {load:.1%} of this cluster's GPU-hours over that span (what the trace's "
+        "cluster ran, at its pace: little waits); --arrivals fgd loads the cluster as the FGD "
+        "paper does"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     try:
+        if args.workload == "generated" and args.arrivals != "trace":
+            raise ValueError(
+                f"--arrivals {args.arrivals} replays a trace's pods: give one with --workload"
+            )
+        if args.seeds is None:
+            args.seeds = COMPARE_SEEDS if args.compare else 1
         policy = load_policy(args.policy) if args.policy else None
         nodes = load_cluster(args.cluster)
-        if args.workload == "generated":
-            mix = Mix(
-                jobs=args.jobs,
-                hours=args.hours,
-                load=args.load,
-                seed=args.seed,
-                queues=_queues(args, policy),
-            )
-            jobs = generate(mix, node_gpus(nodes))
-        else:
-            queues = list(_queues(args, policy)) if (args.queues or policy) else []
-            jobs = _trace(Path(args.workload), queues, args.jobs, args.seed)
+        seeds = [args.seed + i for i in range(args.seeds)]
+        jobs = {seed: workload(args, policy, nodes, seed) for seed in seeds}
         base = Variant("gangplank", args.cluster, args.policy)
         variants = (
             [parse_variant(args.compare[0], base), parse_variant(args.compare[1], base)]
@@ -297,23 +411,27 @@ def main(args: argparse.Namespace) -> int:
     except (ClusterError, PolicyError, ValueError, OSError) as err:
         print(f"gangplank simulate: {err}", file=sys.stderr)
         return 2
-    runs = []
-    for variant in variants:
-        try:
-            runs.append(run_variant(variant, jobs, args))
-        except (ClusterError, PolicyError, OSError) as err:
-            print(f"gangplank simulate: {variant.label}: {err}", file=sys.stderr)
-            return 2
+    if args.workload != "generated" and args.arrivals == "trace":
+        print(replay_note(jobs[seeds[0]], nodes), file=sys.stderr)
+    tasks = [Task(v, seed, jobs[seed], args.policy) for seed in seeds for v in variants]
+    try:
+        runs = run_all(tasks, args)
+    except (ClusterError, PolicyError, OSError) as err:
+        print(f"gangplank simulate: {err}", file=sys.stderr)
+        return 2
     print(summary(runs))
-    notes = []
-    for other in runs[1:]:
-        notes += differences(runs[0], other)
+    found = []
+    by_label = {v.label: [r for r in runs if r["label"] == v.label] for v in variants}
+    first = by_label[variants[0].label]
+    for variant in variants[1:]:
+        found += differences(first, by_label[variant.label])
+    notes = [difference_table(found)] if found else []
     if notes:
         print()
-        print("\n".join(notes))
+        print(notes[0])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    write_json(runs, out / "report.json")
+    write_json(runs, out / "report.json", found)
     written = [str(out / "report.json")]
     if not args.no_html:
         try:

@@ -1,4 +1,5 @@
-"""The jobs a simulation replays: generated from a seeded mix, or read from a trace's pod CSV.
+"""The jobs a simulation replays: generated from a seeded mix, or read from a trace's pod CSV
+(in the trace's own time, or as the FGD paper replays it: `fill_to_capacity`).
 
 A job is one pod or a gang of identical pods; it arrives at a time, waits, runs its duration
 once every member is bound, and leaves. Pods are API server JSON, labelled the way users label
@@ -8,13 +9,14 @@ them for gangplank (`gangplank.io/queue`, `gangplank.io/gang` + `gangplank.io/ga
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from extender.core.resources import GPU
 
@@ -183,6 +185,38 @@ def from_trace(
             )
         )
     return jobs
+
+
+T = TypeVar("T")
+
+
+def fill_to_capacity(
+    items: Sequence[T], demand: Callable[[T], int], capacity: int, seed: int
+) -> list[T]:
+    """The FGD paper's arrivals (Weng et al., ATC '23): the list in order, then seeded draws from
+    it until what they ask for (`demand` of each) exceeds `capacity`."""
+    rng = random.Random(seed)
+    out, asked = list(items), sum(demand(item) for item in items)
+    if not any(demand(item) > 0 for item in items):
+        return out  # nothing asks for anything: no draw would fill the cluster
+    while asked <= capacity:
+        item = rng.choice(items)
+        out.append(item)
+        asked += demand(item)
+    return out
+
+
+FGD_SPACING = 1.0  # seconds between two arrivals: each pod is placed before the next comes
+
+
+def fgd_arrivals(jobs: Sequence[JobSpec], capacity_gpus: int, seed: int) -> list[JobSpec]:
+    """A trace's pods as the FGD paper replays them: in submission order, then seeded draws from
+    the same list until the GPUs asked for exceed the cluster's; one a second, none leaving."""
+    filled = fill_to_capacity(jobs, lambda j: j.gpus, capacity_gpus, seed)
+    return [
+        dataclasses.replace(job, name=f"fgd-{i:06d}", arrival=i * FGD_SPACING, duration=math.inf)
+        for i, job in enumerate(filled)
+    ]
 
 
 EPOCH = datetime(2026, 12, 1, tzinfo=UTC).timestamp()
