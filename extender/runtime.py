@@ -117,6 +117,7 @@ class Runtime:
         self.recorder = PlanRecorder(patcher)
         self._plans_restored = False  # the records of earlier processes read back (see below)
         self._listed = False  # every kind listed in full once (see staleness)
+        self._waited_for_record: set[str] = set()  # plans whose evictions wait for their record
         self.kicker = Kicker(
             self.kick_candidates,
             patcher,
@@ -367,15 +368,21 @@ class Runtime:
             with self.lock.by("plan records"):
                 alive = self.scheduler.has_plan(key)
                 records = self.scheduler.records_to_write(self.store.snapshot(), key=key)
-            if not alive:  # lapsed or dropped while its evictions waited: no one goes for it
-                log.info("evictions for %s dropped: its plan is gone", key.split(":", 1)[1])
-                evictions = [e for e in evictions if e.plan != key]
+            if not alive:
+                if key in self._waited_for_record:  # it lapsed while its evictions waited
+                    self._waited_for_record.discard(key)
+                    log.info("evictions for %s dropped: its plan is gone", key.split(":", 1)[1])
+                    evictions = [e for e in evictions if e.plan != key]
+                # else it completed (kube-scheduler's own preemption deleted the victims first):
+                # the evictions go on, find the pods gone, and tell who evicted them and why
                 continue
             try:
                 self.recorder.write(records)
+                self._waited_for_record.discard(key)
             except RecordError as err:
                 log.warning("evictions for %s wait: %s", key.split(":", 1)[1], err)
                 unrecorded.add(key)
+                self._waited_for_record.add(key)
         later = [e for e in evictions if e.plan in unrecorded]
         if later:
             with self.lock.by("evictions put back"):
