@@ -46,6 +46,7 @@ from extender.sim.workload import (
     generate,
     pressure,
 )
+from loadtest import simulate_bench
 from tests.builders import gpus, pod_info, policy_doc, queue
 
 DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "extender/data/demo-cluster.yaml"
@@ -464,6 +465,7 @@ def test_a_trace_replayed_in_its_own_time_says_how_light_it_is_and_fgd_fills_the
         "--quiet", "--no-html", "--out", "fgd", cwd=tmp_path,
     )  # fmt: skip
     assert fgd.returncode == 0, fgd.stderr
+    assert "GPU allocation at the end" in fgd.stdout
     runs = json.loads((tmp_path / "fgd/report.json").read_text())["runs"]
     assert all(r["allocated_at_end"] >= 0.75 for r in runs), "arrivals until 16 GPUs are asked"
     assert all(r["allocated_at_first_no_room"] is not None for r in runs)
@@ -529,3 +531,19 @@ def test_the_baseline_s_remembered_scores_follow_binds_and_releases() -> None:
         )
     remembering.deleted(pods[:1], 0)
     assert remembering.prioritize(pods[0], names, 0) == scored_afresh(pods[1:], places[1:])
+
+
+def test_the_bench_of_the_readme_s_commands_skips_those_needing_absent_traces(
+    tmp_path: Path,
+) -> None:
+    page = tmp_path / "benchmarks.md"
+    page.write_text(
+        "# Benchmarks\n\nbefore\n<!-- simulate:begin -->\nold\n<!-- simulate:end -->\nafter\n"
+    )
+    code = simulate_bench.main(
+        ["--only", "fgd,trace-day", "--traces", str(tmp_path / "none"), "--write", str(page)]
+    )
+    text = page.read_text()
+    assert code == 0 and "old" not in text and text.endswith("<!-- simulate:end -->\nafter\n")
+    assert "| fgd | the trace's pods on its 1,213 GPU nodes as the FGD paper replays them | " \
+        "skipped: no traces | - |" in text  # fmt: skip

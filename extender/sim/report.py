@@ -13,6 +13,7 @@ import base64
 import html
 import io
 import json
+import math
 import re
 import statistics
 from collections import Counter
@@ -127,6 +128,7 @@ def figures(
             3,
         ),
         "allocated_at_first_no_room": driver.allocated_at_first_no_room,
+        "jobs_leave": any(math.isfinite(r.spec.duration) for r in driver.records),
         "incomplete_gang_gpu_hours": round(driver.incomplete_gpu_seconds / HOUR, 1),
         "preemptions": driver.preemptions,
         "evicted_by_gangplank": driver.evictions_by_extender,
@@ -215,6 +217,8 @@ SUMMARY_ROWS = (
     ("gang_start_p95_h", "gang time-to-start p95 (h)"),
     ("utilisation", "GPU allocation"),
     ("useful_utilisation", "GPU allocation to jobs running whole"),
+    ("allocated_at_end", "GPU allocation at the end"),
+    ("allocated_at_first_no_room", "GPU allocation at first lack of room"),
     ("incomplete_gang_gpu_hours", "GPU-hours held by incomplete gangs"),
     ("preemptions", "jobs preempted"),
     ("gpu_hours_lost", "GPU-hours of work preempted"),
@@ -224,6 +228,17 @@ VARIANT_BARS = (
     ("never_started", "jobs not started by the end"),
     ("gang_start_p95_h", "gang time-to-start p95 (h)"),
 )
+# Meaningful only when no job leaves (FGD arrivals): how full the cluster got.
+FILL_ROWS = frozenset({"allocated_at_end", "allocated_at_first_no_room"})
+
+
+def summary_rows(runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """The rows that say something of these runs: how full the cluster got only when no job
+    leaves (otherwise the end is a drain and gangs lack room at any allocation)."""
+    fill = any(r.get("jobs_leave") is False for r in runs)
+    return [(k, t) for k, t in SUMMARY_ROWS if fill or k not in FILL_ROWS]
+
+
 QUEUE_ROWS = (
     ("wait_p50_h", "p50 wait (h)"),
     ("wait_p95_h", "p95 wait (h)"),
@@ -278,7 +293,8 @@ def summary(runs: Sequence[Run]) -> str:
     ]
     rows = [["", *(g[0]["label"] for g in groups)]]
     rows += [
-        [text, *(_spread_text([r[key] for r in g]) for g in groups)] for key, text in SUMMARY_ROWS
+        [text, *(_spread_text([r[key] for r in g]) for g in groups)]
+        for key, text in summary_rows(runs)
     ]
     wall = "wall time (s)" + (", all seeds" if seeds > 1 else "")
     rows.append([wall, *(_fmt(sum(r["wall_seconds"] for r in g)) for g in groups)])
@@ -368,7 +384,7 @@ def differences(a: Sequence[Run], b: Sequence[Run]) -> list[dict[str, Any]]:
     one way come first."""
     queues = [q for q in a[0]["queues"] if q in b[0]["queues"]]
     asked = [(q, key, f"{q} {text}") for q in queues for key, text in QUEUE_ROWS]
-    asked += [(None, key, text) for key, text in SUMMARY_ROWS[2:]]
+    asked += [(None, key, text) for key, text in summary_rows([*a, *b])[2:]]
     out = []
     for queue, key, what in asked:
         va, vb = _values(a, key, queue), _values(b, key, queue)
@@ -711,6 +727,7 @@ def _causes(
 def write_html(runs: Sequence[Run], path: Path, title: str, notes: Sequence[str]) -> None:
     groups = by_variant(runs)
     colour = colours(groups)
+    text = summary(runs)
     swatches = "".join(
         f"<li><span style='display:inline-block;width:1em;height:1em;background:"
         f"{colour[g[0]['label']]};margin-right:.5em;vertical-align:middle'></span>"
@@ -723,18 +740,19 @@ def write_html(runs: Sequence[Run], path: Path, title: str, notes: Sequence[str]
         "<style>body{font-family:sans-serif;max-width:1150px;margin:1.5em auto;color:#222;"
         "font-size:15px}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:13px}"
         "img{max-width:100%}ul{padding-left:1.2em}</style>",
-        f"</head><body><h1>{html.escape(title)}</h1><ul>{swatches}</ul>",
+        f"</head><body><h1>{html.escape(title)}</h1>",
+        f"<p>{html.escape(text.split(chr(10), 1)[0])}</p><ul>{swatches}</ul>",
     ]
     if notes:
         parts.append(
             "<h2>What changes</h2>" + "".join(f"<pre>{html.escape(n)}</pre>" for n in notes)
         )
-    parts.append("<h2>Summary</h2><pre>" + html.escape(summary(runs)) + "</pre>")
     for heading, png in plots(runs):
         parts.append(
             f"<h2>{html.escape(heading)}</h2><img alt='{html.escape(heading)}' "
             f"src='data:image/png;base64,{png}'>"
         )
+    parts.append("<h2>Every figure</h2><pre>" + html.escape(text) + "</pre>")
     parts.append("</body></html>")
     path.write_text("\n".join(parts))
 

@@ -121,7 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workload",
         default="generated",
         help="`generated` (a seeded mix, see --jobs/--hours/--load), or an alibaba-gpu-v2023 pod "
-        "CSV (or its traces directory) replayed in its own time",
+        "CSV (or its traces directory), its pods arriving as --arrivals says",
     )
     parser.add_argument(
         "--jobs",
