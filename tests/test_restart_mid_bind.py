@@ -223,19 +223,17 @@ def test_a_reclaim_whose_victims_left_while_gangplank_was_down_completes_after_a
         recount_equals(api, new, rules)
 
 
-@pytest.mark.parametrize("how", ["restart", "failover"])
-def test_a_preemption_recorded_but_not_carried_out_is_finished_by_the_next_process(
-    api: FakeApiServer, how: str
-) -> None:
-    """The worst moment of a preemption: its plan is in the cluster (written before the first
-    eviction), then gangplank dies before it evicts anyone. The next process restores the plan
-    with its victims, evicts exactly them (none forgotten, none twice), and the preemptor binds
-    whole on the nodes it was planned on; the other low gang is untouched."""
+def a_recorded_preemption(api: FakeApiServer, *, victims_terminating: bool = False) -> None:
+    """8 nodes of 8 GPUs, full: low-a on n0-n3, low-b on n4-n7; the priority-1000 gang urgent
+    pending, its plan recorded as a process that died had written it (urgent-i on ni, low-a's
+    pods the victims). `victims_terminating`: that process had evicted them already."""
     add_nodes(api, 8)
     for gang, first in (("low-a", 0), ("low-b", 4)):
         for i, member in enumerate(gang_pods(gang, 4, gpu=8)):
             member["spec"]["nodeName"] = f"n{first + i}"
             member["status"] = {"phase": "Running", "startTime": STARTED}
+            if gang == "low-a" and victims_terminating:
+                member["metadata"]["deletionTimestamp"] = "2026-12-01T01:00:00Z"
             api.put("pods", member)
     with api.cond:
         victims = {
@@ -247,6 +245,17 @@ def test_a_preemption_recorded_but_not_carried_out_is_finished_by_the_next_proce
         record = encode(f"n{i}", deadline, victims if i == 0 else None)
         member["metadata"].setdefault("annotations", {})[PLAN_ANNOTATION] = record
         api.put("pods", member)
+
+
+@pytest.mark.parametrize("how", ["restart", "failover"])
+def test_a_preemption_recorded_but_not_carried_out_is_finished_by_the_next_process(
+    api: FakeApiServer, how: str
+) -> None:
+    """The worst moment of a preemption: its plan is in the cluster (written before the first
+    eviction), then gangplank dies before it evicts anyone. The next process restores the plan
+    with its victims, evicts exactly them (none forgotten, none twice), and the preemptor binds
+    whole on the nodes it was planned on; the other low gang is untouched."""
+    a_recorded_preemption(api)
     old = first_replica(api, how)
     with killed_and_back(api, how, old) as new:
         scheduler = KubeScheduler(api, new)
@@ -268,24 +277,7 @@ def test_a_restart_while_the_victims_are_in_their_grace_period_evicts_no_one_els
     """The victims were evicted and are still shutting down (a grace period for checkpoints)
     when gangplank restarts: the restored plan waits for exactly them — nothing is evicted again,
     no other gang is taken — and the preemptor binds on its planned nodes."""
-    add_nodes(api, 8)
-    for gang, first in (("low-a", 0), ("low-b", 4)):
-        for i, member in enumerate(gang_pods(gang, 4, gpu=8)):
-            member["spec"]["nodeName"] = f"n{first + i}"
-            member["status"] = {"phase": "Running", "startTime": STARTED}
-            if gang == "low-a":  # evicted by the process that died: terminating
-                member["metadata"]["deletionTimestamp"] = "2026-12-01T01:00:00Z"
-            api.put("pods", member)
-    with api.cond:
-        victims = {
-            api.state.objects["pods"][f"default/low-a-{i}"]["metadata"]["uid"]: f"n{i}"
-            for i in range(4)
-        }
-    deadline = time.time() + 120
-    for i, member in enumerate(gang_pods("urgent", 4, gpu=8, priority=1000)):
-        record = encode(f"n{i}", deadline, victims if i == 0 else None)
-        member["metadata"].setdefault("annotations", {})[PLAN_ANNOTATION] = record
-        api.put("pods", member)
+    a_recorded_preemption(api, victims_terminating=True)
     with Extender(api, policy=POLICY) as new:
         scheduler = KubeScheduler(api, new)
         # kube-scheduler's own preemption, asked for the planned members, gets only the plan's
