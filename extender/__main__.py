@@ -1,5 +1,5 @@
 """`python -m extender` is the `gangplank` command."""
 
-from extender.cli import main
+from extender.cli.main import main
 
 raise SystemExit(main())

@@ -30,14 +30,14 @@ from typing import Any
 import orjson
 from werkzeug.test import EnvironBuilder
 
-from extender.binder import StoreBinder
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.convert import pod_from_api
-from extender.core.gang_scheduler import GangScheduler
-from extender.metrics import Metrics
-from extender.runtime import Runtime
-from extender.server import serve_command
+from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.kube.binder import StoreBinder
+from extender.kube.convert import pod_from_api
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
+from extender.service.server import serve_command
 from extender.web.app import create_app
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
 from loadtest.live import post

@@ -15,7 +15,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from extender import dashboard
+from extender.observe import dashboard
 from loadtest import live
 
 

@@ -15,7 +15,8 @@ memory and GPU left, each as a share of the node); dot product (Tetris: largest 
 demand and free resources); GPU packing (a partly used GPU first, then nodes with GPUs in use,
 then idle ones); GPU clustering (nodes already running pods of the same GPU request first); FGD
 (least growth of expected fragmentation over the trace's mix of pod shapes). gangplank runs its
-own decision core (`extender.core.scoring.PlacementScorer`): integer scores 0-10 per node and a
+own decision core (`extender.core.placement.scoring.PlacementScorer`): integer scores 0-10 per
+node and a
 random pick among the best, as kube-scheduler makes it with the shipped `gangplank` profile; the
 row "gangplank + default scores" adds kube-scheduler's default spreading scores (extender weight 5,
 NodeResourcesFit LeastAllocated and NodeResourcesBalancedAllocation) to show why the profile
@@ -36,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extender.core.fragmentation import (
+from extender.core.placement.fragmentation import (
     MIX_SHAPES,
     WHOLE,
     FragmentationCache,
@@ -46,7 +47,7 @@ from extender.core.fragmentation import (
     fits,
     state_of,
 )
-from extender.core.scoring import PlacementScorer, rank_scores
+from extender.core.placement.scoring import PlacementScorer, rank_scores
 from extender.sim.workload import fill_to_capacity
 from loadtest.cluster import DEFAULT_TRACES
 

@@ -37,8 +37,8 @@ from typing import Any
 import orjson
 import yaml
 
-from extender.server import serve_command
-from extender.settings import WORKER_CLASSES, Settings
+from extender.service.server import serve_command
+from extender.service.settings import WORKER_CLASSES, Settings
 from loadtest.bench import FIXTURE_POD, rss_mib
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
 from loadtest.live import free_port, post

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from extender.demo import CALLS, DATA
-from extender.server import serve_command
+from extender.cli.demo import CALLS, DATA
+from extender.service.server import serve_command
 
 PROMETHEUS = shutil.which("prometheus")
 

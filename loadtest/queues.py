@@ -22,14 +22,14 @@ from typing import Any
 import orjson
 import yaml
 
-from extender.binder import StoreBinder
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.core.policy import parse_policy
-from extender.core.queue_report import collect_report, render_report
-from extender.metrics import Metrics
-from extender.policy_file import load_policy
-from extender.runtime import Runtime
+from extender.core.queues.policy import parse_policy
+from extender.core.report.queue_report import collect_report, render_report
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.policy.file import load_policy
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 
 QUEUES = 1000
@@ -200,9 +200,9 @@ def bench_queues(
 def bench_preemption(store: ClusterStore, calls: int = 9) -> list[str]:
     """Planning a preemption for a 64-member gang (8 GPUs each, priority 1000, in no queue) on
     the loaded cluster: the whole decision, from the running jobs to the victims chosen."""
-    from extender.convert import pod_from_api
-    from extender.core.gang_scheduler import GangScheduler
-    from extender.core.preemption import Preemption
+    from extender.core.gangs.gang_scheduler import GangScheduler
+    from extender.core.preemption.preemption import Preemption
+    from extender.kube.convert import pod_from_api
     from loadtest.bench import gang_members, percentiles
 
     snapshot = store.snapshot()

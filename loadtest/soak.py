@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from extender.settings import Settings
+from extender.service.settings import Settings
 from extender.sim.cluster import load_cluster, node_gpus
 from extender.sim.driver import Driver, Options, WallClock
 from extender.sim.http import HttpExtender

@@ -30,7 +30,7 @@ import orjson
 from extender.cache.handlers import handlers_for
 from extender.cache.reflector import Reflector, event_lines
 from extender.cache.store import ClusterStore
-from extender.metrics import Metrics
+from extender.observe.metrics import Metrics
 from loadtest.cluster import build
 
 Obj = dict[str, Any]

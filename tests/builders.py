@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from extender.convert import node_from_api, pod_from_api
-from extender.core.model import NodeInfo, PodInfo
-from extender.core.preemption import Eviction
+from extender.core.model.snapshot import NodeInfo, PodInfo
+from extender.core.preemption.preemption import Eviction
+from extender.kube.convert import node_from_api, pod_from_api
 
 FIXTURES = Path(__file__).parent / "data" / "kube-scheduler"
 _ids = itertools.count(1)

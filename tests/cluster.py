@@ -7,7 +7,7 @@ from typing import Any
 
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.core.model import Snapshot
+from extender.core.model.snapshot import Snapshot
 
 
 class Cluster:

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 import pytest
 from flask.testing import FlaskClient
 
-from extender.binder import StoreBinder
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import fixture
 from tests.fakeapi import FakeApiServer

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from extender.convert import pod_from_api
-from extender.core.bind import BindRequest
 from extender.core.coordinator import Coordinator
-from extender.core.gang_scheduler import GangConfig, GangScheduler
-from extender.core.placement import fits
-from extender.core.policy import Policy
+from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.model.answers import BindRequest
+from extender.core.placement.fit import fits
+from extender.core.queues.policy import Policy
+from extender.kube.convert import pod_from_api
 from tests.builders import pod
 from tests.cluster import Cluster
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from flask.testing import FlaskClient
 
-from extender.binder import StoreBinder
-from extender.core.policy import parse_policy
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.core.queues.policy import parse_policy
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import node, pod, policy_doc, queue
 from tests.cluster import Cluster

@@ -28,16 +28,16 @@ from typing import Any
 from kubernetes import client
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from extender.binder import ApiBinder
 from extender.cache.store import ClusterStore
-from extender.convert import pod_requests, resource_list
-from extender.core.gang_scheduler import GangConfig, GangScheduler
-from extender.core.policy import Policy
-from extender.events import ApiEventRecorder
-from extender.evictor import ApiEvictor
-from extender.kicker import AlwaysLeader, ApiPatcher, LeaseLeadership
-from extender.metrics import Metrics
-from extender.runtime import Runtime, build_reflectors
+from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.queues.policy import Policy
+from extender.kube.binder import ApiBinder
+from extender.kube.convert import pod_requests, resource_list
+from extender.kube.events import ApiEventRecorder
+from extender.kube.evictor import ApiEvictor
+from extender.observe.metrics import Metrics
+from extender.service.kicker import AlwaysLeader, ApiPatcher, LeaseLeadership
+from extender.service.runtime import Runtime, build_reflectors
 from extender.web.app import create_app
 from tests.fakeapi import FakeApiServer
 

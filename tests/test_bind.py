@@ -6,11 +6,11 @@ import orjson
 from flask.testing import FlaskClient
 from kubernetes import client
 
-from extender.binder import ApiBinder
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.kube.binder import ApiBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import node, pod
 from tests.fakeapi import FakeApiServer
@@ -82,7 +82,7 @@ def test_an_unreachable_api_server_is_a_bind_error_not_a_500() -> None:
 
 
 def test_a_gang_member_is_bound_only_to_its_planned_node() -> None:
-    from extender.binder import StoreBinder
+    from extender.kube.binder import StoreBinder
     from tests.builders import gang_pods
 
     members = gang_pods("t", 1, gpu=8)

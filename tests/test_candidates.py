@@ -8,11 +8,11 @@ from typing import Any
 
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.core.candidates import allowed, candidates, could_hold
-from extender.core.model import NodeInfo, PodInfo, Snapshot
-from extender.core.planner import plan_gang
-from extender.core.topology import Tier, domains
-from extender.core.victims import placeable_nodes
+from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
+from extender.core.placement.candidates import allowed, candidates, could_hold
+from extender.core.placement.planner import plan_gang
+from extender.core.placement.topology import Tier, domains
+from extender.core.preemption.victims import placeable_nodes
 from tests.builders import node, pod, pod_info
 
 

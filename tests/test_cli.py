@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.cli import build_parser
+from extender.cli.main import build_parser
 from tests.test_why_cli import waiting_gang_server
 
 ROOT = Path(__file__).resolve().parent.parent

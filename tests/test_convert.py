@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from extender.convert import ConversionError, node_from_api, pod_from_api, pod_requests
+from extender.kube.convert import ConversionError, node_from_api, pod_from_api, pod_requests
 
 
 def container(cpu: str, memory: str = "1Gi", **extra: Any) -> dict[str, Any]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from extender.core.filter import decide_filter
-from extender.core.model import Snapshot
-from extender.core.prioritize import clamp_score, decide_scores
-from extender.core.workload import is_managed
+from extender.core.model.answers import clamp_score
+from extender.core.model.snapshot import Snapshot
+from extender.core.model.workload import is_managed
+from extender.core.placement.node_filter import decide_filter
 from tests.builders import node_info, pod_info
 
 SNAP = Snapshot(nodes={"n1": node_info("n1"), "n2": node_info("n2")})
@@ -40,5 +40,3 @@ def test_every_label_source_of_the_design_table_makes_a_pod_managed() -> None:
 
 def test_scores_are_integers_from_0_to_10() -> None:
     assert [clamp_score(s) for s in (-3, 4.6, 99)] == [0, 5, 10]
-    scores = decide_scores(SNAP, pod_info(), ["n1", "n2"])
-    assert (scores.of("n1"), scores.of("n2")) == (0, 0)

@@ -8,14 +8,14 @@ import re
 
 import yaml
 
-from extender import dashboard
+from extender.observe import dashboard
 from tests.exported import exported_names
 
 
 def test_the_committed_dashboard_and_configmap_are_what_the_code_builds() -> None:
     text, configmap = dashboard.rendered()
     assert (dashboard.OUT / "gangplank-dashboard.json").read_text() == text, (
-        "run `python -m extender.dashboard` and commit manifests/grafana/"
+        "run `python -m extender.observe.dashboard` and commit manifests/grafana/"
     )
     assert (dashboard.OUT / "configmap.yaml").read_text() == configmap
 

@@ -1,4 +1,5 @@
-"""The decision lock says who holds it, for how long, and who waited (extender/decision_lock.py)."""
+"""The decision lock says who holds it, for how long, and who waited
+(extender/service/decision_lock.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import time
 
 import pytest
 
-from extender.decision_lock import DecisionLock
-from extender.logs import begin_call, end_call, note_pod
-from extender.runtime import Runtime
+from extender.observe.logs import begin_call, end_call, note_pod
+from extender.service.decision_lock import DecisionLock
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import fixture
 from tests.exported import observed

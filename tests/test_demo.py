@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.demo import DATA, DemoServer, run_guarded
+from extender.cli.demo import DATA, DemoServer, run_guarded
 from tests.serving import Served, free_port
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from extender.convert import pod_from_api
-from extender.core.notices import Notice
-from extender.core.policy import parse_policy
-from extender.events import ApiEventRecorder
+from extender.core.model.notices import Notice
+from extender.core.queues.policy import parse_policy
+from extender.kube.convert import pod_from_api
+from extender.kube.events import ApiEventRecorder
 from tests.builders import gang_pods, gpus, node, nothing_to_preempt, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler

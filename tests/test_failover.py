@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from extender.binder import StoreBinder
 from extender.cache.store import ClusterStore
-from extender.core.policy import parse_policy
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.core.queues.policy import parse_policy
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from tests.builders import eviction, gang_pods, gpus, node, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from extender.core.fair_order import fair_order
-from extender.core.policy import parse_policy
+from extender.core.queues.fair_order import fair_order
+from extender.core.queues.policy import parse_policy
 from tests.builders import gpus, node, policy_doc, queue
 from tests.core_sim import CoreSim
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from extender.core.gang import group_key, resolve_gang
+from extender.core.gangs.gang import resolve_gang
+from extender.core.model.keys import group_key
 from tests.builders import job, pod, pod_group, pod_info
 from tests.cluster import Cluster
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.convert import pod_from_api
-from extender.core.bind import BindRequest
-from extender.core.gang_scheduler import GangConfig, GangScheduler
-from extender.core.planner import plan_gang
+from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.model.answers import BindRequest
+from extender.core.placement.planner import plan_gang
+from extender.kube.convert import pod_from_api
 from tests.builders import gang_pods, node, pod
 from tests.cluster import Cluster
 
@@ -350,8 +350,8 @@ def test_a_replacement_member_is_added_without_moving_the_admitted_ones() -> Non
 def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch: Any) -> None:
     """kube-scheduler retries every parked member on every pod created: until capacity changes
     the answer is the same, and it is given without planning again (tens of ms at 5,000 nodes)."""
-    import extender.core.gang_scheduler as gang_scheduler
-    from extender.core import domains
+    import extender.core.gangs.gang_scheduler as gang_scheduler
+    from extender.core.placement import domains
 
     plans = []
     real = domains.plan_in_topology
@@ -376,8 +376,8 @@ def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch
 
 
 def count_plans(monkeypatch: Any) -> list[int]:
-    import extender.core.gang_scheduler as gang_scheduler
-    from extender.core import domains
+    import extender.core.gangs.gang_scheduler as gang_scheduler
+    from extender.core.placement import domains
 
     plans: list[int] = []
     real = domains.plan_in_topology

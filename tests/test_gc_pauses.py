@@ -1,4 +1,4 @@
-"""Garbage-collection pauses are timed and a long one is logged (extender/gc_pauses.py)."""
+"""Garbage-collection pauses are timed and a long one is logged (extender/observe/gc_pauses.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from extender.gc_pauses import GcPauses
-from extender.runtime import Runtime
+from extender.observe.gc_pauses import GcPauses
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.exported import observed
 

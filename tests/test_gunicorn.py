@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from extender.gevent_worker import Worker
-from extender.settings import WORKER_CLASSES
+from extender.service.gevent_worker import Worker
+from extender.service.settings import WORKER_CLASSES
 from tests.builders import fixture, node, pod
 from tests.certs import make_certs
 from tests.fakeapi import FakeApiServer

@@ -24,7 +24,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from extender.client_cli import CLIENT_COMMANDS
+from extender.cli.client import CLIENT_COMMANDS
 from tests.serving import Served, free_port
 
 pytestmark = pytest.mark.slow  # run by `make test-slow` (and CI), not `make test`

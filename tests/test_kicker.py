@@ -8,8 +8,8 @@ import pytest
 from kubernetes import client
 from prometheus_client import generate_latest
 
-from extender.kicker import AlwaysLeader, ApiPatcher, Kicker, LeaseLeadership
-from extender.metrics import Metrics
+from extender.observe.metrics import Metrics
+from extender.service.kicker import AlwaysLeader, ApiPatcher, Kicker, LeaseLeadership
 from tests.builders import pod
 from tests.fakeapi import FakeApiServer
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from extender.logs import configure_logging
-from extender.runtime import Runtime
-from extender.settings import SettingsError, parse_serve_settings
+from extender.observe.logs import configure_logging
+from extender.service.runtime import Runtime
+from extender.service.settings import SettingsError, parse_serve_settings
 from extender.web.app import create_app
 from tests.builders import fixture
 

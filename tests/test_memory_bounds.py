@@ -5,8 +5,8 @@ cleared whole at 10,000 entries (docs/reliability.md)."""
 from __future__ import annotations
 
 from extender.core.coordinator import Coordinator
-from extender.core.gang_scheduler import GangScheduler
-from extender.core.no_room import NoRoom
+from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.core.gangs.no_room import NoRoom
 
 
 def test_the_no_room_memory_keeps_only_gangs_still_waiting() -> None:

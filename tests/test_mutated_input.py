@@ -13,10 +13,10 @@ import orjson
 import pytest
 from flask.testing import FlaskClient
 
-from extender.binder import StoreBinder
-from extender.core.policy import parse_policy
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.core.queues.policy import parse_policy
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import fixture, gpus, policy_doc, queue
 from tests.conftest import fixture_store

@@ -26,10 +26,10 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extender.binder import StoreBinder
-from extender.core.policy import parse_policy
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.core.queues.policy import parse_policy
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from extender.web.verbs import VERBS
 from tests.builders import fixture, gpus, node, pod, policy_doc, queue

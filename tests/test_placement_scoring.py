@@ -9,10 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from extender.convert import pod_from_api, pod_group_from_api
-from extender.core.domains import plan_in_topology
-from extender.core.filter import decide_filter
-from extender.core.fragmentation import (
+from extender.core.gangs.gang import resolve_gang
+from extender.core.placement.domains import plan_in_topology
+from extender.core.placement.fragmentation import (
     DEFAULT_MIX,
     FragmentationCache,
     Mix,
@@ -22,10 +21,11 @@ from extender.core.fragmentation import (
     placements,
     state_of,
 )
-from extender.core.gang import resolve_gang
-from extender.core.policy import PolicyError, parse_policy
-from extender.core.scoring import PlacementScorer, ScoreWeights, mix_of, rank_scores
-from extender.core.topology import DEFAULT_TOPOLOGY, Constraint, parse_constraint
+from extender.core.placement.node_filter import decide_filter
+from extender.core.placement.scoring import PlacementScorer, ScoreWeights, mix_of, rank_scores
+from extender.core.placement.topology import DEFAULT_TOPOLOGY, Constraint, parse_constraint
+from extender.core.queues.policy import PolicyError, parse_policy
+from extender.kube.convert import pod_from_api, pod_group_from_api
 from extender.web.wire import prioritize_answer
 from tests.builders import native_member, native_pod_group, node, pod, priority_class
 from tests.cluster import Cluster

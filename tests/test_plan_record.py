@@ -1,4 +1,4 @@
-"""A plan's record on its pods (`core/plan_record.py`): what is written, what is read back."""
+"""A plan's record on its pods (`core/gangs/plan_record.py`): what is written, what is read back."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from extender.core.gang_scheduler import GangScheduler
-from extender.core.plan_record import PLAN_ANNOTATION, decode, encode, restore
+from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.core.gangs.plan_record import PLAN_ANNOTATION, decode, encode, restore
 from tests.builders import gang_pods, node
 from tests.cluster import Cluster
 

@@ -15,7 +15,7 @@ import pytest
 from extender.cache import pod_lines
 from extender.cache.handlers import PodHandler, handlers_for
 from extender.cache.store import ClusterStore
-from extender.core.model import PodInfo
+from extender.core.model.snapshot import PodInfo
 from tests.builders import node, pod
 
 Obj = dict[str, Any]

@@ -13,8 +13,8 @@ from extender.cache.handlers import handlers_for
 from extender.cache.pod_memo import PodMemo, with_status
 from extender.cache.reflector import event_lines
 from extender.cache.store import ClusterStore
-from extender.convert import ConversionError, pod_from_api
-from extender.core.model import PodInfo
+from extender.core.model.snapshot import PodInfo
+from extender.kube.convert import ConversionError, pod_from_api
 from tests.builders import node, pod
 
 

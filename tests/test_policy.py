@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from extender.binder import StoreBinder
-from extender.cli import main
-from extender.core.policy import PolicyError, parse_policy, unknown_resource
-from extender.metrics import Metrics
-from extender.policy_file import PolicyWatcher, load_policy
-from extender.runtime import Runtime
-from extender.settings import parse_serve_settings
+from extender.cli.main import main
+from extender.core.queues.policy import PolicyError, parse_policy, unknown_resource
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.policy.file import PolicyWatcher, load_policy
+from extender.service.runtime import Runtime
+from extender.service.settings import parse_serve_settings
 from tests.builders import gpus, policy_doc, queue
 from tests.conftest import fixture_store
 
@@ -278,7 +278,7 @@ def test_a_policy_with_a_mistyped_resource_loads_with_a_warning_that_policy_chec
 def test_the_server_logs_a_policys_warnings_when_it_loads_and_reloads_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from extender.runtime import build_runtime
+    from extender.service.runtime import build_runtime
 
     path = tmp_path / "policy.yaml"
     path.write_text("queues: [{name: a, max: {nvidia.com/gpuu: 8}}]\n")
@@ -354,7 +354,7 @@ def test_a_queue_label_names_the_queue_and_else_the_namespace_decides() -> None:
 
 
 def test_a_parent_without_a_guarantee_guarantees_what_its_children_do() -> None:
-    from extender.core.queues import QueueBook
+    from extender.core.queues.book import QueueBook
 
     p = parse_policy(
         policy_doc(

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from extender.cli import main
-from extender.convert import pod_from_api
+from extender.cli.main import main
 from extender.core.coordinator import Coordinator
-from extender.core.policy import parse_policy
-from extender.policy_import import ImportRefused, import_manifests, import_sources
+from extender.core.queues.policy import parse_policy
+from extender.kube.convert import pod_from_api
+from extender.policy.importer import ImportRefused, import_manifests, import_sources
 from tests.builders import node, pod
 from tests.cluster import Cluster
 

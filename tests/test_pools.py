@@ -3,7 +3,7 @@ free than the smallest GPU pod waiting."""
 
 from __future__ import annotations
 
-from extender.core.pools import pools
+from extender.core.report.pools import pools
 from tests.builders import gang_pods, node, pod
 from tests.cluster import Cluster
 
@@ -39,7 +39,7 @@ def test_nothing_is_stranded_while_no_gpu_pod_waits() -> None:
 
 
 def test_jobs_failing_repeatedly_are_counted_per_queue() -> None:
-    from extender.core.failures import failing_jobs
+    from extender.core.report.failures import failing_jobs
 
     def restarted(raw: dict[str, object], count: int) -> dict[str, object]:
         status = {"phase": "Running", "containerStatuses": [{"restartCount": count}]}

@@ -9,11 +9,11 @@ import orjson
 import pytest
 from flask.testing import FlaskClient
 
-from extender.binder import StoreBinder
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import fixture, node
 from tests.kube_scheduler import check_prioritize_answer

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from extender import dashboard
+from extender.observe import dashboard
 from loadtest import live
 from loadtest.live import get
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extender.core.quantity import QuantityError, format_amount, parse_quantity
+from extender.core.model.quantity import QuantityError, format_amount, parse_quantity
 
 GOOD = [
     ("500m", True, 500),

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.convert import pod_from_api
-from extender.core.admission import check_quota
 from extender.core.coordinator import Coordinator
-from extender.core.filter import FilterResult
-from extender.core.policy import parse_policy
+from extender.core.model.answers import FilterResult
+from extender.core.queues.admission import check_quota
+from extender.core.queues.policy import parse_policy
+from extender.kube.convert import pod_from_api
 from tests.builders import (
     gang_pods,
     gpus,

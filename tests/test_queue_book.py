@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from extender.core.policy import parse_policy
-from extender.core.queues import QueueBook
+from extender.core.queues.book import QueueBook
+from extender.core.queues.policy import parse_policy
 from tests.builders import gpus, node, pod, policy_doc, queue
 from tests.cluster import Cluster
 

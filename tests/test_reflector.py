@@ -14,8 +14,8 @@ from kubernetes import client
 from extender.cache.handlers import handlers_for
 from extender.cache.reflector import Backoff, Reflector
 from extender.cache.store import ClusterStore
-from extender.metrics import Metrics
-from extender.runtime import build_reflectors
+from extender.observe.metrics import Metrics
+from extender.service.runtime import build_reflectors
 from tests.builders import namespace, node, pod, priority_class
 from tests.fakeapi import FakeApiServer
 

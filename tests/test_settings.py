@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from extender.cli import main
-from extender.core.policy import Policy
-from extender.policy_file import PolicyWatcher
-from extender.settings import SettingsError, parse_serve_settings
+from extender.cli.main import main
+from extender.core.queues.policy import Policy
+from extender.policy.file import PolicyWatcher
+from extender.service.settings import SettingsError, parse_serve_settings
 
 
 def test_flags_win_over_variables_and_variables_over_defaults() -> None:

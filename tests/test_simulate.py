@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from extender.cli import main
-from extender.convert import node_from_api
-from extender.core.fair_order import fair_shares
-from extender.core.gang_scheduler import GangConfig
-from extender.core.policy import parse_policy
-from extender.policy_file import load_policy
+from extender.cli.main import main
+from extender.core.gangs.gang_scheduler import GangConfig
+from extender.core.queues.fair_order import fair_shares
+from extender.core.queues.policy import parse_policy
+from extender.kube.convert import node_from_api
+from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
 from extender.sim.cluster import ClusterError, load_cluster, synthetic
 from extender.sim.driver import Driver, Options, SimPod

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from extender.convert import pod_from_api
-from extender.core.gang_scheduler import GangScheduler
-from extender.core.policy import PolicyError, PreemptionRules, parse_policy
-from extender.core.preemption import Preemption
-from extender.core.victims import (
+from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.core.preemption.preemption import Preemption
+from extender.core.preemption.victims import (
     find_victims,
     priority_candidates,
     reclaim_candidates,
     running_jobs,
 )
+from extender.core.queues.policy import PolicyError, PreemptionRules, parse_policy
+from extender.kube.convert import pod_from_api
 from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
 from tests.cluster import Cluster
 

@@ -16,12 +16,12 @@ import yaml
 from flask import Flask
 from werkzeug.serving import make_server
 
-from extender.binder import StoreBinder
-from extender.cli import main as gangplank
-from extender.core.hold import Hold
-from extender.core.policy import parse_policy
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.cli.main import main as gangplank
+from extender.core.gangs.hold import Hold
+from extender.core.queues.policy import parse_policy
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import gang_pods, node, pod, policy_doc, queue
 from tests.cluster import Cluster
@@ -128,8 +128,8 @@ def test_bad_why_requests_are_400_with_the_reason(url: str) -> None:
 
 
 def test_why_explains_the_demo_clusters_waiting_pods_in_one_line() -> None:
-    from extender.demo import DATA
-    from extender.settings import Settings
+    from extender.cli.demo import DATA
+    from extender.service.settings import Settings
     from extender.web.app import create_app_from_settings
 
     settings = Settings(

@@ -9,10 +9,10 @@ import orjson
 import pytest
 from flask.testing import FlaskClient
 
-from extender.binder import StoreBinder
 from extender.cache.handlers import handlers_for
-from extender.metrics import Metrics
-from extender.runtime import Runtime
+from extender.kube.binder import StoreBinder
+from extender.observe.metrics import Metrics
+from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from tests.builders import fixture
 from tests.conftest import fixture_store
@@ -168,7 +168,7 @@ def test_answers_use_pascal_case_keys(client: FlaskClient) -> None:
 
 def test_scores_are_exact_json_for_every_node_scored_and_leave_out_those_scored_0() -> None:
     # kube-scheduler adds nothing for a node missing from the list: the same as a 0
-    from extender.core.prioritize import NodeScores
+    from extender.core.model.answers import NodeScores
     from extender.web.wire import prioritize_answer
 
     names = ["n1", "n2", "gpu-a.rack-1", "n4"]
@@ -185,7 +185,7 @@ def test_scores_are_exact_json_for_every_node_scored_and_leave_out_those_scored_
 
 
 def test_scores_listed_per_node_are_exact_json_in_the_order_sent() -> None:
-    from extender.core.prioritize import NodeScores
+    from extender.core.model.answers import NodeScores
     from extender.web.wire import prioritize_answer
 
     names = ["n1", "n2", "gpu-a.rack-1", "n4"]

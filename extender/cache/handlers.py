@@ -18,7 +18,8 @@ import orjson
 from extender.cache import pod_lines
 from extender.cache.pod_memo import PodMemo
 from extender.cache.store import ClusterStore
-from extender.convert import (
+from extender.core.model.snapshot import PodInfo
+from extender.kube.convert import (
     ConversionError,
     job_from_api,
     namespace_from_api,
@@ -26,7 +27,6 @@ from extender.convert import (
     pod_group_from_api,
     priority_class_from_api,
 )
-from extender.core.model import PodInfo
 
 YIELD_EVERY = 1024  # listed objects converted between two chances for the verbs to run
 

@@ -26,7 +26,8 @@ import orjson
 
 from extender.cache import pod_lines
 from extender.cache.pod_lines import PodLine
-from extender.convert import (
+from extender.core.model.snapshot import PodInfo
+from extender.kube.convert import (
     ConversionError,
     pod_from_api,
     pod_phase,
@@ -34,7 +35,6 @@ from extender.convert import (
     pod_started,
     restart_total,
 )
-from extender.core.model import PodInfo
 
 _RawStatus = tuple[str | None, bool, Any, Any, int]
 # (fingerprint of the spec but its nodeName and of the metadata, the quick fingerprint of the

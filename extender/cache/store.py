@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
-from extender.core.fragmentation import GpuState
-from extender.core.gang import group_key
-from extender.core.model import JobInfo, NodeInfo, PodGroupInfo, PodInfo, Snapshot
-from extender.core.resources import GPU, total
-from extender.core.scoring import node_state
-from extender.core.workload import queue_key
+from extender.core.model.keys import group_key
+from extender.core.model.resources import GPU, total
+from extender.core.model.snapshot import JobInfo, NodeInfo, PodGroupInfo, PodInfo, Snapshot
+from extender.core.model.workload import queue_key
+from extender.core.placement.fragmentation import GpuState
+from extender.core.placement.scoring import node_state
 
 _ORIGINS = itertools.count(1)  # each store's `Snapshot.origin`, never reused in a process
 

@@ -18,26 +18,24 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from extender.core.admission import ADMITTED, Verdict, check_quota, check_state
-from extender.core.bind import BindDecision, BindRequest
-from extender.core.fair_order import fair_order
-from extender.core.filter import FilterResult
-from extender.core.gang import job_key, job_name, resolve_gang
-from extender.core.gang_scheduler import GangScheduler
-from extender.core.model import PodInfo, Snapshot
-from extender.core.notices import Notice
-from extender.core.plan_record import ToWrite, restore, to_write
-from extender.core.planner import plan_gang
-from extender.core.policy import Policy
-from extender.core.preempt import Victims
-from extender.core.preemption import Eviction, Preemption
-from extender.core.prioritize import NodeScores
-from extender.core.queues import QueueBook, WaitingJob
-from extender.core.quota_room import QUOTA_RULES
-from extender.core.resources import total
-from extender.core.scoring import PlacementScorer, ScoreWeights
-from extender.core.topology import DEFAULT_TOPOLOGY
-from extender.core.workload import queue_label
+from extender.core.gangs.gang import resolve_gang
+from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.core.gangs.plan_record import ToWrite, restore, to_write
+from extender.core.model.answers import BindDecision, BindRequest, FilterResult, NodeScores, Victims
+from extender.core.model.keys import is_single, job_key, job_name
+from extender.core.model.notices import Notice
+from extender.core.model.resources import total
+from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.model.workload import queue_label
+from extender.core.placement.planner import plan_gang
+from extender.core.placement.scoring import PlacementScorer, ScoreWeights
+from extender.core.placement.topology import DEFAULT_TOPOLOGY
+from extender.core.preemption.preemption import Eviction, Preemption
+from extender.core.preemption.quota_room import QUOTA_RULES
+from extender.core.queues.admission import ADMITTED, Verdict, check_quota, check_state
+from extender.core.queues.book import QueueBook, WaitingJob
+from extender.core.queues.fair_order import fair_order
+from extender.core.queues.policy import Policy
 
 IN_FLIGHT_SECONDS = 30.0  # an admitted pod counts against its queue this long before it binds
 FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is forgotten after this
@@ -194,7 +192,7 @@ class Coordinator:
         if self.gangs.planned_node(pod) is not None:
             return None
         queue = self.queue_of(pod)[0] if self.policy is not None else None
-        if key.startswith("pod:") and queue is None:
+        if is_single(key) and queue is None:
             return None
         where = f" (queue {queue})" if queue else ""
         reason = (
@@ -241,7 +239,7 @@ class Coordinator:
         assert self.policy is not None
         request: dict[str, int] = dict(pod.requests)
         running = False
-        if not key.startswith("pod:"):
+        if not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
             if not gang.ready:
                 return None
@@ -269,7 +267,7 @@ class Coordinator:
             return tried[2]
         pods: Sequence[PodInfo] = (pod,)
         needed = 1
-        if not key.startswith("pod:"):
+        if not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
             if not gang.ready:
                 return ""
@@ -296,13 +294,13 @@ class Coordinator:
 
     def _admitted(self, key: str, pod: PodInfo, queue: str, now: float) -> None:
         self.admitted_pods[pod.uid] = (pod, now)
-        if key.startswith("pod:"):
+        if is_single(key):
             self.in_flight[pod.uid] = (queue, pod, now + IN_FLIGHT_SECONDS)
         elif key in self.gangs.plans:
             self.plan_queues[key] = queue
 
     def _job_pods(self, snapshot: Snapshot, key: str, pod: PodInfo) -> Sequence[PodInfo]:
-        return (pod,) if key.startswith("pod:") else snapshot.groups.get(key, (pod,))
+        return (pod,) if is_single(key) else snapshot.groups.get(key, (pod,))
 
     def _place(
         self,
@@ -414,7 +412,7 @@ class Coordinator:
                         self._refuse(key, pod, (), queue, verdict.rule, reason, now)
                         return {}
                     planned = True  # victims chosen so that its queue admits it
-        if not planned and not key.startswith("pod:"):
+        if not planned and not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
             if not gang.ready:
                 # Parked without a filter call (no node had room): nudged once it is complete.
@@ -496,7 +494,7 @@ class Coordinator:
                 continue
             tried += 1
             needed = len(pending)
-            if not job.key.startswith("pod:"):
+            if not is_single(job.key):
                 gang = resolve_gang(snapshot, job.key)
                 if not gang.ready:
                     continue
@@ -619,7 +617,7 @@ class Coordinator:
                     entry = self.refused[key] = Refused(queue or "", rule, now)
                 entry.pods.update({p.uid: (p.namespace, p.name) for p in pods})
                 continue
-            gang = None if key.startswith("pod:") else resolve_gang(snapshot, key)
+            gang = None if is_single(key) else resolve_gang(snapshot, key)
             if gang is None or gang.basic:
                 if queue is not None:  # its queue admits it now
                     ready += [(p.namespace, p.name) for p in pods]

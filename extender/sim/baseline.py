@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from extender.convert import node_from_api
+from extender.kube.convert import node_from_api
 from extender.sim.driver import Filtered, SimPod, Tick
 
 SCORED = ("cpu", "memory")

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from extender.core.resources import GPU
+from extender.core.model.resources import GPU
 
 SPOT_NODES = "alibaba-spot-gpu-v2026/node_info_df.csv"
 NODES_PER_RACK = 8

@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from extender.convert import node_from_api, pod_from_api
-from extender.core.model import NodeInfo, PodInfo
-from extender.core.resources import GPU
+from extender.core.model.resources import GPU
+from extender.core.model.snapshot import NodeInfo, PodInfo
+from extender.kube.convert import node_from_api, pod_from_api
 from extender.sim.fit import PODS, FitIndex
 from extender.sim.workload import JobSpec, pod_object
 

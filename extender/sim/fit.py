@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from extender.core.model import NodeInfo, PodInfo
+from extender.core.model.snapshot import NodeInfo, PodInfo
 
 PODS = "pods"
 

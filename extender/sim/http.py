@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from extender.kicker import RETRY_ANNOTATION
-from extender.server import serve_command
+from extender.service.kicker import RETRY_ANNOTATION
+from extender.service.server import serve_command
 from extender.sim.apiserver import FakeApiServer
 from extender.sim.driver import Filtered, SimPod, Tick
 
 if TYPE_CHECKING:
-    from extender.demo import DemoServer
+    from extender.cli.demo import DemoServer
 
 
 def kubeconfig(url: str, directory: Path) -> Path:

@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from extender.cache.store import ClusterStore
-from extender.convert import node_from_api
-from extender.core.bind import BindRequest
 from extender.core.coordinator import Coordinator
-from extender.core.gang import job_key
-from extender.core.gang_scheduler import GangConfig, GangScheduler
-from extender.core.policy import Policy
-from extender.core.preempt import Victims
-from extender.core.scoring import mix_of
+from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.model.answers import BindRequest, Victims
+from extender.core.model.keys import job_key
+from extender.core.placement.scoring import mix_of
+from extender.core.queues.policy import Policy
+from extender.kube.convert import node_from_api
 from extender.sim.driver import Filtered, SimPod, Tick
 from extender.sim.workload import EPOCH
 

@@ -13,9 +13,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from extender.core.policy import Policy
-from extender.demo import DemoServer, run_guarded, show_queues
-from extender.policy_file import load_policy
+from extender.cli.demo import DemoServer, run_guarded, show_queues
+from extender.core.queues.policy import Policy
+from extender.policy.file import load_policy
 from extender.sim.cluster import load_cluster, node_gpus
 from extender.sim.driver import Driver, Options, WallClock
 from extender.sim.http import HttpExtender

@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from extender.core.fair_order import fair_shares
-from extender.core.policy import Policy
+from extender.core.queues.fair_order import fair_shares
+from extender.core.queues.policy import Policy
 from extender.sim.driver import WAIT_CAUSES, Driver, JobRecord
 
 HOUR = 3600.0

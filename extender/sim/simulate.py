@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from extender.cli_args import non_negative_float, positive_float, positive_int
-from extender.core.policy import Policy, PolicyError
-from extender.policy_file import load_policy
+from extender.cli.args import non_negative_float, positive_float, positive_int
+from extender.core.queues.policy import Policy, PolicyError
+from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
 from extender.sim.cluster import ClusterError, load_cluster, node_gpus
 from extender.sim.driver import Driver, Extender, Options

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from extender.core.resources import GPU
+from extender.core.model.resources import GPU
 
 QUEUE_LABEL = "gangplank.io/queue"
 GANG_LABEL = "gangplank.io/gang"

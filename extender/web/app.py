@@ -7,8 +7,8 @@ import logging
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from extender.runtime import Runtime, build_runtime
-from extender.settings import Settings
+from extender.service.runtime import Runtime, build_runtime
+from extender.service.settings import Settings
 from extender.web.routes import health_blueprint, json_response, verbs_blueprint
 from extender.web.verbs import VERBS, VerbDispatch, Verbs
 

@@ -10,8 +10,8 @@ from typing import Any
 from flask import Blueprint, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from extender.core.why import not_held
-from extender.runtime import Runtime
+from extender.core.report.why import not_held
+from extender.service.runtime import Runtime
 from extender.web import wire
 from extender.web.verbs import VERBS, Verbs
 

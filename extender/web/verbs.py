@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from extender.binder import BindError
-from extender.core.model import PodInfo
-from extender.core.prioritize import NodeScores
-from extender.logs import begin_call, end_call, note_pod
-from extender.plan_recorder import RecordError
-from extender.runtime import Runtime
+from extender.core.model.answers import NodeScores
+from extender.core.model.snapshot import PodInfo
+from extender.kube.binder import BindError
+from extender.kube.plan_recorder import RecordError
+from extender.observe.logs import begin_call, end_call, note_pod
+from extender.service.runtime import Runtime
 from extender.web import wire
 from extender.web.body_deadline import BodyDeadlines
 

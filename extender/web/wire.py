@@ -15,12 +15,9 @@ from typing import Any
 
 import orjson
 
-from extender.convert import ConversionError, pod_from_api
-from extender.core.bind import BindRequest
-from extender.core.filter import FilterResult
-from extender.core.model import PodInfo
-from extender.core.preempt import Victims
-from extender.core.prioritize import MAX_SCORE, NodeScores
+from extender.core.model.answers import MAX_SCORE, BindRequest, FilterResult, NodeScores, Victims
+from extender.core.model.snapshot import PodInfo
+from extender.kube.convert import ConversionError, pod_from_api
 
 # Characters that never occur in a Kubernetes name and would need escaping in JSON.
 _ESCAPED_ASCII = bytes(range(32)) + b'"\\'

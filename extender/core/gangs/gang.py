@@ -1,0 +1,174 @@
+"""Who is a gang, and how many members it needs — from every source the README's "Label a
+workload" table lists.
+
+A pod belongs to at most one gang; its key names the source and the gang:
+`gangplank:ns/name`, `volcano:ns/name`, `coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`.
+The size comes from the gang's own annotation, its PodGroup, Kueue's total-count, or the Job's
+parallelism. Anything that does not give one clear, sane size is a `problem`, reported on the pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from extender.core.model.keys import GANG_SIZE, KUEUE_TOTAL, MAX_GANG_SIZE
+from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.placement.topology import NO_CONSTRAINT, Constraint, constraint_of
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    key: str
+    size: int  # members needed; 0 when `problem` is set
+    members: tuple[PodInfo, ...]  # active members (not finished, not being deleted)
+    problem: str = ""
+    timeout_seconds: int | None = None
+    constraint: Constraint = NO_CONSTRAINT  # the topology its pods or PodGroup ask for
+    group_priority: int | None = None  # a native PodGroup's priority, over its pods'
+    basic: bool = False  # a native PodGroup with the `basic` policy: no gang, pods on their own
+
+    @property
+    def name(self) -> str:
+        """`ns/name`, as users write it."""
+        return self.key.split(":", 1)[1]
+
+    @property
+    def source(self) -> str:
+        return self.key.split(":", 1)[0]
+
+    @property
+    def ready(self) -> bool:
+        """Valid, and every member it needs exists: it can be planned."""
+        return not self.problem and len(self.members) >= self.size
+
+    @property
+    def needed(self) -> int:
+        """Members still to place: its size less those already running."""
+        return max(0, self.size - len(self.bound))
+
+    @property
+    def bound(self) -> list[PodInfo]:
+        return [p for p in self.members if p.node_name is not None]
+
+    @property
+    def pending(self) -> list[PodInfo]:
+        return sorted(
+            (p for p in self.members if p.node_name is None), key=lambda p: (p.created, p.name)
+        )
+
+    @property
+    def priority(self) -> int:
+        if self.group_priority is not None:
+            return self.group_priority
+        return max((p.priority for p in self.members), default=0)
+
+    @property
+    def created(self) -> float:
+        return min((p.created for p in self.members), default=0.0)
+
+
+def _size(value: object, where: str) -> tuple[int, str]:
+    """A size as written (text or number) → (size, "") or (0, what is wrong)."""
+    text = str(value).strip()
+    try:
+        size = int(text)
+    except ValueError:
+        return 0, f"{where} is {value!r}, not a whole number"
+    if isinstance(value, bool) or size < 1:
+        return 0, f"{where} is {value!r}; a gang needs at least 1 member"
+    if size > MAX_GANG_SIZE:
+        return 0, f"{where} is {size}, more than the {MAX_GANG_SIZE} members gangplank accepts"
+    return size, ""
+
+
+def _annotated_size(members: tuple[PodInfo, ...], key: str, label: str) -> tuple[int, str]:
+    """The size the members' annotation (or label) `key` gives; they must agree."""
+    seen: dict[str, str] = {}
+    for pod in members:
+        value = pod.annotations.get(key, pod.labels.get(key))
+        if value is not None:
+            seen.setdefault(value, pod.name)
+    if not seen:
+        return 0, f"no size: set the annotation {key} on its pods"
+    if len(seen) > 1:
+        which = ", ".join(f"{v!r} on pod {p}" for v, p in sorted(seen.items()))
+        return 0, f"its pods disagree on {label} ({which})"
+    return _size(next(iter(seen)), f"{label} {key}")
+
+
+def resolve_gang(snapshot: Snapshot, key: str, asking: PodInfo | None = None) -> Gang:
+    """The gang `key` on the snapshot. `asking` is the pod being scheduled: it is a member even
+    when the cache has not seen it yet (kube-scheduler can be faster than the watch)."""
+    members = tuple(p for p in snapshot.groups.get(key, ()) if p.active)
+    if asking is not None and asking.active and all(p.uid != asking.uid for p in members):
+        members = (*members, asking)
+    source, name = key.split(":", 1)
+    timeout: int | None = None
+    constraint, problem = constraint_of(members)
+    if problem:
+        return Gang(key, 0, members, f"gang {name}: {problem}")
+    if source == "native":
+        return _native(snapshot, key, members, constraint)
+    if source == "gangplank":
+        size, problem = _annotated_size(members, GANG_SIZE, "the gang size")
+    elif source in ("volcano", "coscheduling"):
+        group = snapshot.pod_groups.get(key)
+        kind = "Volcano" if source == "volcano" else "coscheduling"
+        if group is None:
+            if any(GANG_SIZE in p.annotations for p in members):
+                size, problem = _annotated_size(members, GANG_SIZE, "the gang size")
+            else:
+                size, problem = 0, f"waiting for its {kind} PodGroup {name} (not found)"
+        else:
+            size, problem = _size(group.min_member, f"minMember of PodGroup {name}")
+            timeout = group.timeout_seconds
+    elif source == "kueue":
+        size, problem = _annotated_size(members, KUEUE_TOTAL, "the pod group total count")
+    else:  # job
+        job = snapshot.jobs.get(name)
+        if job is None:
+            size, problem = 0, f"waiting for Job {name} (not in gangplank's cache yet)"
+        elif job.parallelism is None:
+            size, problem = 1, ""
+        else:
+            wanted = job.parallelism
+            if job.completions is not None:
+                wanted = min(wanted, job.completions)
+            size, problem = _size(
+                max(wanted, 1) if wanted >= 0 else wanted, f"parallelism of Job {name}"
+            )
+    if problem:
+        return Gang(key, 0, members, f"gang {name}: {problem}")
+    return Gang(key, size, members, timeout_seconds=timeout, constraint=constraint)
+
+
+NATIVE_API = "scheduling.k8s.io/v1alpha2"
+
+
+def _native(
+    snapshot: Snapshot, key: str, members: tuple[PodInfo, ...], constraint: Constraint
+) -> Gang:
+    """A gang of Kubernetes' own PodGroup: `minCount`, its topology key, its priority."""
+    name = key.split(":", 1)[1]
+    group = snapshot.pod_groups.get(key)
+    if group is None:
+        problem = f"waiting for its PodGroup {name} ({NATIVE_API}; not found)"
+        return Gang(key, 0, members, f"gang {name}: {problem}")
+    if not group.gang:
+        return Gang(key, 1, members, constraint=constraint, basic=True)
+    size, problem = _size(group.min_member, f"schedulingPolicy.gang.minCount of PodGroup {name}")
+    if problem:
+        return Gang(key, 0, members, f"gang {name}: {problem}")
+    if group.topology and not constraint.required:
+        constraint = Constraint(group.topology[0], constraint.preferred)
+    priority = group.priority
+    if priority is None and group.priority_class:
+        priority = snapshot.priority_classes.get(group.priority_class)
+    return Gang(
+        key,
+        size,
+        members,
+        timeout_seconds=group.timeout_seconds,
+        constraint=constraint,
+        group_priority=priority,
+    )

@@ -1,0 +1,119 @@
+"""Carrying out evictions: the Eviction API (PodDisruptionBudgets hold), and Events for people.
+
+A victim job is evicted whole or not at all: every pod of it is first evicted as a dry run; if the
+API server refuses any of them (a PodDisruptionBudget: HTTP 429), none is evicted for real and the
+job keeps running. Each evicted pod gets an Event naming the preemptor and the rule, and the
+preemptor gets one naming its victims.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from kubernetes.client.exceptions import ApiException
+
+from extender.core.preemption.preemption import Eviction
+from extender.kube.binder import api_message
+from extender.kube.events import post_pod_event
+
+log = logging.getLogger("gangplank.evict")
+
+
+class Evictor(Protocol):
+    def evict(self, job: Sequence[Eviction]) -> str:
+        """Evict one victim job's pods; the outcome: evicted, blocked (a disruption budget
+        refused), gone (already deleted) or failed."""
+        ...
+
+
+class ApiEvictor:
+    def __init__(self, core: Any, timeout: tuple[float, float] = (2.0, 4.0)) -> None:
+        self._core = core
+        self._timeout = timeout
+        self._told: set[tuple[str, str, str]] = set()  # preemptor events sent (bounded below)
+
+    def _eviction(self, e: Eviction, dry_run: bool) -> int:
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": e.name, "namespace": e.namespace},
+            "deleteOptions": {"preconditions": {"uid": e.uid}},
+        }
+        if e.grace_seconds is not None:
+            body["deleteOptions"]["gracePeriodSeconds"] = e.grace_seconds
+        kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": self._timeout}
+        if dry_run:
+            kwargs["dry_run"] = "All"
+        try:
+            response = self._core.create_namespaced_pod_eviction(
+                e.name, e.namespace, body, **kwargs
+            )
+            response.drain_conn()
+            response.release_conn()
+            return 201
+        except ApiException as err:
+            if err.status not in (404, 409):
+                log.warning(
+                    "eviction of pod %s/%s%s: HTTP %s: %s",
+                    e.namespace,
+                    e.name,
+                    " (dry run)" if dry_run else "",
+                    err.status,
+                    api_message(err),
+                )
+            return int(err.status or 500)
+        except Exception as err:
+            log.warning("eviction of pod %s/%s: %s", e.namespace, e.name, err)
+            return 503
+
+    def evict(self, job: Sequence[Eviction]) -> str:
+        checks = [self._eviction(e, dry_run=True) for e in job]
+        if any(code == 429 for code in checks):
+            blocked = [e.name for e, code in zip(job, checks, strict=True) if code == 429]
+            log.info(
+                "not evicting %s: a PodDisruptionBudget protects %s; its job keeps running whole",
+                ", ".join(e.name for e in job),
+                ", ".join(blocked),
+            )
+            return "blocked"
+        if any(code not in (201, 404) for code in checks):
+            return "failed"
+        codes = [self._eviction(e, dry_run=False) for e in job]
+        for e, code in zip(job, codes, strict=True):
+            # 404: kube-scheduler's own preemption deleted it first, for the same plan.
+            if code in (201, 404):
+                self._event(e.namespace, e.name, e.uid, "Preempted", e.message)
+                key = (*e.preemptor, e.preemptor_message)
+                if key not in self._told:
+                    if len(self._told) > 10_000:
+                        self._told.clear()
+                    self._told.add(key)
+                    self._event(
+                        e.preemptor[0], e.preemptor[1], "", "Preempting", e.preemptor_message
+                    )
+        if all(code == 404 for code in codes):
+            return "gone"
+        return "evicted" if all(code in (201, 404) for code in codes) else "failed"
+
+    def _event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+        post_pod_event(
+            self._core,
+            namespace,
+            name,
+            uid,
+            reason,
+            message,
+            warning=reason == "Preempted",
+            timeout=self._timeout,
+        )
+
+
+class LogEvictor:
+    """Demo mode: no API server; evictions are logged only."""
+
+    def evict(self, job: Sequence[Eviction]) -> str:
+        for e in job:
+            log.info("demo: would evict pod %s/%s: %s", e.namespace, e.name, e.message)
+        return "evicted"

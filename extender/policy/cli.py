@@ -1,0 +1,116 @@
+"""`gangplank policy check|import`: the policy commands a person runs before deploying."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from extender.core.queues.admission import check_state
+from extender.core.queues.policy import Policy, PolicyError, describe_amounts, parse_policy
+from extender.policy.file import load_policy, strict_load_all
+from extender.policy.importer import ImportRefused, import_sources
+
+
+def summary(policy: Policy) -> list[str]:
+    lines = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for name in policy.children.get(parent, ()):
+            spec = policy.queues[name]
+            state = "" if check_state(policy, name).ok else f" [{spec.state}]"
+            extras = []
+            if spec.namespaces:
+                extras.append(f"namespaces {', '.join(spec.namespaces)}")
+            if spec.weight != 1:
+                extras.append(f"weight {spec.weight:g}")
+            lines.append(
+                f"{'  ' * depth}{name}{state}: guarantee {describe_amounts(spec.guarantee)}; "
+                f"max {describe_amounts(spec.max)}" + (f"; {'; '.join(extras)}" if extras else "")
+            )
+            walk(name, depth + 1)
+
+    walk(None, 1)
+    return lines
+
+
+IMPORTABLE = {"kueue.x-k8s.io": "Kueue", "scheduling.volcano.sh": "Volcano"}
+
+
+def not_a_policy(path: str) -> str | None:
+    """Why `path` is plainly not one policy document, in one line, or None. (What is in a
+    policy document is load_policy's to judge.)"""
+    try:
+        documents = [d for d in yaml.safe_load_all(Path(path).read_text()) if d is not None]
+    except (OSError, ValueError, yaml.YAMLError):
+        return None  # load_policy says what is wrong with it
+    groups = {str(d.get("apiVersion", "")).split("/")[0] for d in documents if isinstance(d, dict)}
+    found = sorted(IMPORTABLE[g] for g in groups & IMPORTABLE.keys())
+    if found:
+        kinds = sorted({str(d.get("kind")) for d in documents if isinstance(d, dict)})
+        return (
+            f"{path}: {' and '.join(found)} manifests ({', '.join(kinds)}), not a gangplank "
+            f"policy: convert them with `gangplank policy import {path} > policy.yaml`"
+        )
+    if len(documents) > 1:
+        return f"{path}: {len(documents)} YAML documents; a gangplank policy is one"
+    if not documents or documents == [{}]:
+        return (
+            f"{path}: empty: a policy names its queues under `queues:` (see policies/example.yaml)"
+        )
+    return None
+
+
+def check_policy(path: str) -> int:
+    problem = not_a_policy(path)
+    try:
+        if problem is not None:
+            raise PolicyError(problem)
+        policy = load_policy(path)
+    except PolicyError as err:
+        print(f"invalid: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(f"{path}: valid, {len(policy.queues)} queues")
+    for line in summary(policy):
+        print(line)
+    for warning in policy.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if not policy.queues:
+        print(
+            f"warning: {path} defines no queues: every pod that names a queue will be refused "
+            "(queue ... does not exist)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def import_policy(paths: Sequence[str]) -> int:
+    sources: list[tuple[str, list[Any]]] = []
+    for path in paths:
+        try:
+            text = sys.stdin.read() if path == "-" else Path(path).read_text()
+            sources.append((path, [d for d in strict_load_all(text) if d is not None]))
+        except (OSError, yaml.YAMLError) as err:
+            print(f"gangplank policy import: {path}: {err}", file=sys.stderr)
+            return 2
+    try:
+        imported = import_sources(sources)
+    except ImportRefused as err:
+        print(f"gangplank policy import: {err}", file=sys.stderr)
+        return 2
+    if not imported.queues:
+        print("gangplank policy import: no Kueue or Volcano queues found", file=sys.stderr)
+        return 2
+    print("\n".join(imported.header(paths)))
+    print(yaml.safe_dump(imported.policy(), sort_keys=False), end="")
+    for note in imported.notes:
+        print(f"not mapped: {note}", file=sys.stderr)
+    try:
+        parse_policy(imported.policy(), "imported policy")
+    except PolicyError as err:
+        print(f"the imported policy does not validate: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,203 @@
+"""Settings from one place: command-line flags over GANGPLANK_* environment variables over
+defaults. Validated once at start, frozen after."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from extender.core.queues.policy import PolicyError
+from extender.policy.file import load_policy
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class SettingsError(ValueError):
+    """A setting that cannot work; the message says which and why."""
+
+
+WORKER_CLASSES = ("gthread", "gevent")
+
+
+@dataclass(frozen=True)
+class Settings:
+    bind: str = "127.0.0.1:18888"
+    url_prefix: str = "/scheduler"
+    kubeconfig: str | None = None
+    in_cluster: bool = False
+    cluster_file: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_client_ca: str | None = None
+    log_level: str = "info"
+    log_format: str = "text"
+    policy: str | None = None
+    threads: int = 8
+    worker_class: str = "gevent"
+    max_body_bytes: int = 64 * 1024 * 1024
+    body_seconds: float = 10.0
+    watch_timeout: int = 300
+    read_timeout: float = 120.0
+    leader_lease: str | None = None
+    identity: str | None = None
+    reservation_seconds: float = 60.0
+    hold_seconds: float = 120.0
+    stale_after: float = 30.0
+    scheduler_names: str = "gangplank"
+
+    def validate(self) -> Settings:
+        if not self.url_prefix.startswith("/") or (
+            self.url_prefix.endswith("/") and self.url_prefix != "/"
+        ):
+            raise SettingsError(
+                f"url prefix {self.url_prefix!r} must start with '/' and not end with one "
+                "(kube-scheduler calls urlPrefix + '/' + verb)"
+            )
+        if self.log_level not in LOG_LEVELS:
+            raise SettingsError(
+                f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
+            )
+        if self.log_format not in ("text", "json"):
+            raise SettingsError(f"log format {self.log_format!r} is not text or json")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise SettingsError("TLS needs both --tls-cert and --tls-key")
+        if self.tls_client_ca and not self.tls_cert:
+            raise SettingsError("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key")
+        for label, path in (
+            ("--tls-cert", self.tls_cert),
+            ("--tls-key", self.tls_key),
+            ("--tls-client-ca", self.tls_client_ca),
+            ("--cluster-file", self.cluster_file),
+        ):
+            if path and not Path(path).is_file():
+                raise SettingsError(f"{label} {path}: no such file")
+        if self.cluster_file and (self.in_cluster or self.kubeconfig):
+            raise SettingsError(
+                "--cluster-file serves a fixed view; it excludes --kubeconfig and --in-cluster"
+            )
+        if self.worker_class not in WORKER_CLASSES:
+            raise SettingsError(
+                f"worker class {self.worker_class!r} is not one of {', '.join(WORKER_CLASSES)}"
+            )
+        if self.threads < 1 or self.max_body_bytes < 1024:
+            raise SettingsError("--threads must be >= 1 and --max-body-bytes >= 1024")
+        if self.policy:
+            _check_policy(self.policy)
+        if self.leader_lease and self.leader_lease.count("/") != 1:
+            raise SettingsError(f"--leader-lease {self.leader_lease!r} must be NAMESPACE/NAME")
+        for label, seconds in (
+            ("--body-seconds", self.body_seconds),
+            ("--watch-timeout", self.watch_timeout),
+            ("--read-timeout", self.read_timeout),
+            ("--stale-after", self.stale_after),
+        ):
+            if not seconds > 0:  # NaN too
+                raise SettingsError(f"{label} must be more than 0 seconds, not {seconds}")
+        if self.reservation_seconds <= 0 or self.hold_seconds < 0:
+            raise SettingsError("--reservation-seconds must be > 0 and --hold-seconds >= 0")
+        if not self.scheduler_name_set:
+            raise SettingsError("--scheduler-names must name at least one scheduler profile")
+        if ":" not in self.bind and not self.bind.startswith("unix:"):
+            raise SettingsError(f"bind address {self.bind!r} must be HOST:PORT or unix:PATH")
+        return self
+
+    @property
+    def scheduler_name_set(self) -> frozenset[str]:
+        return frozenset(n.strip() for n in self.scheduler_names.split(",") if n.strip())
+
+
+def _check_policy(path: str) -> None:
+    """A policy that is there must be valid; one that is not there yet (an optional ConfigMap not
+    created) is waited for: gangplank runs without queues until it appears."""
+    if not Path(path).exists():
+        return
+    try:
+        load_policy(path)
+    except PolicyError as err:
+        raise SettingsError(f"--policy {err}") from None
+
+
+def _env_bool(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+# Every setting a flag can set, with its help; the flag is `--<name-with-dashes>`, the variable
+# GANGPLANK_<NAME>, the type and default those of the Settings field.
+FLAGS: dict[str, str] = {
+    "bind": "address to listen on, HOST:PORT",
+    "url_prefix": "path before /filter etc.; match the extender's urlPrefix",
+    "kubeconfig": "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)",
+    "in_cluster": "use the pod's service account",
+    "cluster_file": "serve a fixed cluster view from `kubectl get -o yaml|json` output instead of "
+    "an API server",
+    "tls_cert": "serve HTTPS with this certificate",
+    "tls_key": "private key of --tls-cert",
+    "tls_client_ca": "require client certificates signed by this CA (mutual TLS)",
+    "log_level": "log level",
+    "log_format": "text, or json: one JSON object per line, with the request id and pod of each "
+    "extender call",
+    "policy": "policy YAML file (queues and quotas); reloaded when it changes",
+    "scheduler_names": "comma-separated schedulerNames of the profiles that call gangplank: their "
+    "pending pods are the work waiting in queues",
+    "threads": "request threads of the single worker (gthread)",
+    "worker_class": "gunicorn worker: gevent (one event loop; about a third of gthread's CPU "
+    "per call), or gthread (--threads request threads)",
+    "max_body_bytes": "largest request body accepted",
+    "body_seconds": "seconds a client has to send a whole request body before it is "
+    "answered 408 (a stalled or dribbling client must not hold one of the worker's threads)",
+    "leader_lease": "NAMESPACE/NAME of the scheduler's leader-election Lease; gangplank acts on "
+    "its own (nudging parked pods) only while its scheduler holds it. Unset: always",
+    "identity": "this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",
+    "reservation_seconds": "a gang plan whose members do not bind within this is released",
+    "hold_seconds": "how long the first gang in line keeps freed capacity",
+    "stale_after": "seconds a kind's watch may be down before the cluster view counts as stale: "
+    "gangs and queued jobs then wait and nothing is evicted (pass-through pods go on)",
+}
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str]) -> None:
+    """Flags of `gangplank serve`; each defaults to its GANGPLANK_* variable, then to Settings.
+
+    A variable's text goes through the flag's type, so a bad value is refused by argparse with
+    the flag's name, like a bad flag.
+    """
+    defaults = Settings()
+    for name, text in FLAGS.items():
+        flag = "--" + name.replace("_", "-")
+        variable = f"GANGPLANK_{name.upper()}"
+        fallback = getattr(defaults, name)
+        if name == "kubeconfig":
+            fallback = env.get("KUBECONFIG")
+        help_text = f"{text} (env {variable}"
+        help_text += "; default %(default)s)" if fallback not in (None, False) else ")"
+        if isinstance(fallback, bool):
+            parser.add_argument(
+                flag, action="store_true", default=_env_bool(env.get(variable)), help=help_text
+            )
+            continue
+        kind = type(fallback) if fallback is not None else str
+        parser.add_argument(
+            flag,
+            type=kind,
+            default=env.get(variable, fallback),
+            help=help_text,
+            choices=LOG_LEVELS
+            if name == "log_level"
+            else (("text", "json") if name == "log_format" else None),
+        )
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    values = {name: getattr(args, name) for name in FLAGS}
+    if values["in_cluster"]:
+        values["kubeconfig"] = None
+    return Settings(**values).validate()
+
+
+def parse_serve_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(prog="gangplank serve")
+    add_serve_arguments(parser, os.environ if env is None else env)
+    return settings_from_args(parser.parse_args(list(argv)))
