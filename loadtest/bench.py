@@ -32,7 +32,7 @@ from werkzeug.test import EnvironBuilder
 
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.core.engine import Engine
 from extender.kube.binder import StoreBinder
 from extender.kube.convert import pod_from_api
 from extender.observe.metrics import Metrics
@@ -164,7 +164,7 @@ def bench_gangs(store: ClusterStore, names: list[str], calls: int) -> list[str]:
         samples = []
         planned = 0
         for _ in range(30):
-            scheduler = GangScheduler()
+            scheduler = Engine()
             started = time.perf_counter()
             result = scheduler.filter(snapshot, asking, names, time.time())
             samples.append(time.perf_counter() - started)

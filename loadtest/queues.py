@@ -200,8 +200,7 @@ def bench_queues(
 def bench_preemption(store: ClusterStore, calls: int = 9) -> list[str]:
     """Planning a preemption for a 64-member gang (8 GPUs each, priority 1000, in no queue) on
     the loaded cluster: the whole decision, from the running jobs to the victims chosen."""
-    from extender.core.gangs.gang_scheduler import GangScheduler
-    from extender.core.preemption.preemption import Preemption
+    from extender.core.engine import Engine
     from extender.kube.convert import pod_from_api
     from loadtest.bench import gang_members, percentiles
 
@@ -220,8 +219,7 @@ def bench_preemption(store: ClusterStore, calls: int = 9) -> list[str]:
     gc.collect()
     gc.freeze()  # as the server does once its cache is loaded (Runtime.ready)
     for _ in range(calls):
-        gangs = GangScheduler()
-        preemption = Preemption(gangs)
+        preemption = Engine().preemption
         started = time.perf_counter()
         victims = preemption.plan(snapshot, key, members, 64, None, now, policy, None)
         samples.append(time.perf_counter() - started)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.core.model.snapshot import NodeInfo, PodInfo
-from extender.core.preemption.preemption import Eviction
+from extender.core.preemption.evictions import Eviction
 from extender.kube.convert import node_from_api, pod_from_api
 
 FIXTURES = Path(__file__).parent / "data" / "kube-scheduler"

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from extender.core.coordinator import Coordinator
-from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.engine import Engine
+from extender.core.gangs.placer import GangConfig
 from extender.core.model.answers import BindRequest
 from extender.core.placement.fit import fits
 from extender.core.queues.policy import Policy
@@ -50,8 +50,7 @@ class CoreSim:
 
     def __post_init__(self) -> None:
         self.cluster = Cluster(nodes=self.nodes)
-        gangs = GangScheduler(GangConfig(hold_seconds=self.hold_seconds))
-        self.co = Coordinator(gangs, self.policy)
+        self.co = Engine(GangConfig(hold_seconds=self.hold_seconds), self.policy)
         self._pending: dict[str, tuple[Job, dict[str, Any]]] = {}  # pod name -> (job, pod)
         self._ends: list[tuple[float, int, str]] = []  # (end, seq, job name)
         self._running_gpus: Counter[str] = Counter()

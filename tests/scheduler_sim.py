@@ -29,7 +29,7 @@ from kubernetes import client
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from extender.cache.store import ClusterStore
-from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.gangs.placer import GangConfig
 from extender.core.queues.policy import Policy
 from extender.kube.binder import ApiBinder
 from extender.kube.convert import pod_requests, resource_list
@@ -72,7 +72,7 @@ class Extender:
             ApiBinder(client.CoreV1Api(bind_client)),
             metrics,
             build_reflectors(self.store, api_client, metrics),
-            gangs=GangScheduler(config),
+            config=config,
             patcher=ApiPatcher(client.CoreV1Api(bind_client)),
             leadership=AlwaysLeader()
             if identity is None

@@ -286,7 +286,7 @@ def test_a_replica_that_lost_the_lease_carries_out_no_eviction_it_had_planned(
             time.sleep(0.05)
         assert not a.runtime.leading()
         with a.runtime.lock:
-            a.runtime.scheduler.preemption.pending.append(eviction("low"))
+            a.runtime.scheduler.preemption.evictions.pending.append(eviction("low"))
         time.sleep(1.0)  # ten passes of a's kicker
         assert api.state.evictions == [], "a no longer leads: it evicts no one"
         assert bound(api, "low") == {"low": "n0"}
@@ -326,7 +326,8 @@ def test_an_eviction_planned_while_a_pass_ran_waits_if_the_lease_was_lost_meanwh
         leadership=_LostDuringThePass(),
         evictor=evictor,
     )
-    runtime.scheduler.preemption.pending.append(eviction("low"))
+    runtime.scheduler.preemption.evictions.pending.append(eviction("low"))
     runtime.kicker.run_once()  # began as leader; it knows better by the time it would evict
     assert evictor.evicted == []
-    assert [e.name for e in runtime.scheduler.preemption.pending] == ["low"], "kept, not lost"
+    pending = runtime.scheduler.preemption.evictions.pending
+    assert [e.name for e in pending] == ["low"], "kept, not lost"

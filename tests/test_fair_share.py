@@ -57,7 +57,8 @@ def test_backfill_admits_a_small_job_that_fits_and_holds_one_that_would_delay_th
     head = sim.submit("head", "big", gpu=8, duration=100, members=2)
     sim.advance(2)
     assert head.started is None, "16 GPUs needed, 2 free"
-    assert sim.co.gangs.hold is not None and sim.co.gangs.hold.key == "gangplank:default/head"
+    hold = sim.co.holder.current
+    assert hold is not None and hold.key == "gangplank:default/head"
     tiny = sim.submit("tiny", "small", gpu=1, duration=50)
     sim.advance(3)
     assert tiny.started is not None, "fits in what was free when the head began to wait: backfill"

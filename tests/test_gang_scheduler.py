@@ -1,10 +1,12 @@
-"""Plan, then admit: the gang scheduler on snapshots, with the clock in the test's hand."""
+"""Plan, then admit: the engine without a policy (gangs alone) on snapshots, with the clock in
+the test's hand."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.engine import Engine
+from extender.core.gangs.placer import GangConfig
 from extender.core.model.answers import BindRequest
 from extender.core.placement.planner import plan_gang
 from extender.kube.convert import pod_from_api
@@ -23,7 +25,7 @@ def names(cluster: Cluster) -> list[str]:
 
 
 def filter_all(
-    gs: GangScheduler, cluster: Cluster, pods: list[dict[str, Any]], now: float = 0.0
+    gs: Engine, cluster: Cluster, pods: list[dict[str, Any]], now: float = 0.0
 ) -> dict[str, list[str]]:
     """Filter every pod as kube-scheduler would; returns pod name -> nodes kept."""
     out = {}
@@ -33,7 +35,7 @@ def filter_all(
     return out
 
 
-def bind(cluster: Cluster, gs: GangScheduler, raw: dict[str, Any], node_name: str) -> None:
+def bind(cluster: Cluster, gs: Engine, raw: dict[str, Any], node_name: str) -> None:
     gs.bound(
         BindRequest(
             raw["metadata"]["namespace"], raw["metadata"]["name"], raw["metadata"]["uid"], node_name
@@ -46,7 +48,7 @@ def bind(cluster: Cluster, gs: GangScheduler, raw: dict[str, Any], node_name: st
 def test_an_incomplete_gang_fails_every_node_saying_how_many_pods_exist() -> None:
     members = gang_pods("train-7", 6, size=8, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(10), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     result = gs.filter(cluster.snap(), pod_from_api(members[0]), names(cluster), 0.0)
     assert result.passed == [] and not result.failed
     assert set(result.unresolvable.values()) == {"gang default/train-7: 6 of 8 pods exist"}
@@ -56,7 +58,7 @@ def test_an_incomplete_gang_fails_every_node_saying_how_many_pods_exist() -> Non
 def test_a_complete_gang_is_planned_whole_and_each_member_passes_only_its_node() -> None:
     members = gang_pods("train", 4, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(6), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     kept = filter_all(gs, cluster, members)
     assert all(len(nodes) == 1 for nodes in kept.values())
     assert len({n[0] for n in kept.values()}) == 4, "one 8-GPU member per 8-GPU node"
@@ -68,14 +70,14 @@ def test_a_complete_gang_is_planned_whole_and_each_member_passes_only_its_node()
 def test_members_that_share_nodes_are_packed_onto_the_fewest_nodes() -> None:
     members = gang_pods("small", 8, gpu=1)
     cluster = Cluster(nodes=gpu_nodes(4), pods=members)
-    kept = filter_all(GangScheduler(), cluster, members)
+    kept = filter_all(Engine(), cluster, members)
     assert len({n[0] for n in kept.values()}) == 1
 
 
 def test_a_gang_that_does_not_fit_reserves_nothing_and_says_what_is_missing() -> None:
     members = gang_pods("train-7", 8, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(6), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     result = gs.filter(cluster.snap(), pod_from_api(members[0]), names(cluster), 0.0)
     reason = next(iter(result.unresolvable.values()))
     assert reason.startswith("gang default/train-7: needs 8 pods of 8 nvidia.com/gpu")
@@ -88,7 +90,7 @@ def test_reserved_capacity_is_taken_for_other_gangs_and_plain_pods() -> None:
     b = gang_pods("b", 1, gpu=8)
     plain = pod("plain", gpu=8)
     cluster = Cluster(nodes=gpu_nodes(2), pods=[*a, *b, plain])
-    gs = GangScheduler()
+    gs = Engine()
     filter_all(gs, cluster, a[:1])  # plans gang a on both nodes
     kept = filter_all(gs, cluster, [b[0], plain])
     assert kept == {"b-0": [], "plain": []}
@@ -105,18 +107,18 @@ def test_two_gangs_that_together_do_not_fit_never_both_hold_capacity() -> None:
     a = gang_pods("a", 3, gpu=8)
     b = gang_pods("b", 3, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(4), pods=[*a, *b])
-    gs = GangScheduler()
+    gs = Engine()
     interleaved = [p for pair in zip(a, b, strict=True) for p in pair]
     kept = filter_all(gs, cluster, interleaved)
     assert all(kept[f"a-{i}"] for i in range(3))
     assert not any(kept[f"b-{i}"] for i in range(3))
-    assert {p.key for p in gs.plans.values()} == {"gangplank:default/a"}
+    assert {p.key for p in gs.reservations.plans()} == {"gangplank:default/a"}
 
 
 def test_an_unused_reservation_is_released_after_its_deadline() -> None:
     members = gang_pods("slow", 2, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(2), pods=[*members, pod("plain", gpu=8)])
-    gs = GangScheduler(GangConfig(reservation_seconds=30))
+    gs = Engine(GangConfig(reservation_seconds=30))
     filter_all(gs, cluster, members[:1], now=0.0)
     plain = pod_from_api(pod("plain", gpu=8))
     assert gs.filter(cluster.snap(), plain, names(cluster), 10.0).passed == []
@@ -127,7 +129,7 @@ def test_an_unused_reservation_is_released_after_its_deadline() -> None:
 def test_binding_turns_the_reservation_into_usage_and_only_on_the_planned_node() -> None:
     members = gang_pods("t", 2, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(2), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     kept = filter_all(gs, cluster, members)
     planned = kept["t-0"][0]
     other = "n1" if planned == "n0" else "n0"
@@ -138,7 +140,7 @@ def test_binding_turns_the_reservation_into_usage_and_only_on_the_planned_node()
     bind(cluster, gs, members[0], planned)
     bind(cluster, gs, members[1], kept["t-1"][0])
     gs.sync(cluster.snap(), 5.0)
-    assert gs.reserved_pods() == 0 and not gs.plans
+    assert gs.reserved_pods() == 0 and not gs.reservations.jobs()
     assert gs.gang_counts(cluster.snap())["running"] == 1
     assert gs.take_outcomes().start_latencies
 
@@ -155,7 +157,7 @@ def test_a_partly_bound_gang_plans_only_its_missing_members_next_to_the_running_
         "status": {"phase": "Running"},
     }
     cluster = Cluster(nodes=racks, pods=[running, *members[1:]])
-    gs = GangScheduler()
+    gs = Engine()
     kept = filter_all(gs, cluster, members[1:])
     placed = kept["t-1"] + kept["t-2"]
     assert "b0" in placed, "the rack of the running member first"
@@ -167,9 +169,9 @@ def test_the_first_gang_in_line_keeps_capacity_that_frees_up_from_later_work() -
     blocker = pod("blocker", gpu=8, node="n1", phase="Running")
     plain = pod_from_api(pod("plain", gpu=8))
     cluster = Cluster(nodes=gpu_nodes(2), pods=[*big, blocker])
-    gs = GangScheduler(GangConfig(hold_seconds=100))
+    gs = Engine(GangConfig(hold_seconds=100))
     assert filter_all(gs, cluster, big[:1], now=0.0) == {"big-0": []}  # n1 busy: no room
-    assert gs.hold is not None and gs.hold.key == "gangplank:default/big"
+    assert gs.holder.current is not None and gs.holder.current.key == "gangplank:default/big"
     # n0 was free before the hold began: other work may still use it (backfill) ... (n1 is
     # full: nothing of it is held, and kube-scheduler's own filters keep the pod off it.)
     assert "n0" in gs.filter(cluster.snap(), plain, names(cluster), 1.0).passed
@@ -183,7 +185,7 @@ def test_the_first_gang_in_line_keeps_capacity_that_frees_up_from_later_work() -
     assert filter_all(gs, cluster, later[:1], now=3.0) == {"later-0": []}
     kept = filter_all(gs, cluster, big, now=4.0)
     assert sorted(kept["big-0"] + kept["big-1"]) == ["n0", "n1"]
-    assert gs.hold is None, "planned: the hold is over"
+    assert gs.holder.current is None, "planned: the hold is over"
 
 
 def test_a_hold_that_moves_to_a_gang_ahead_in_line_keeps_what_it_kept_and_no_more() -> None:
@@ -193,7 +195,7 @@ def test_a_hold_that_moves_to_a_gang_ahead_in_line_keeps_what_it_kept_and_no_mor
     blockers = [pod(f"blocker{i}", gpu=8, node=f"n{i}", phase="Running") for i in (1, 2)]
     plain = pod_from_api(pod("plain", gpu=8))
     cluster = Cluster(nodes=gpu_nodes(3), pods=[*big, *blockers])
-    gs = GangScheduler(GangConfig(hold_seconds=100))
+    gs = Engine(GangConfig(hold_seconds=100))
     filter_all(gs, cluster, big[:1], now=0.0)
     cluster.delete("pods", blockers[0])  # n1 frees up: kept for big (n2 is full: kube-scheduler
     # keeps the pod off it, gangplank has nothing to say about it)
@@ -201,7 +203,7 @@ def test_a_hold_that_moves_to_a_gang_ahead_in_line_keeps_what_it_kept_and_no_mor
     urgent = gang_pods("urgent", 3, gpu=8, priority=100)
     cluster.add("pods", *urgent)
     filter_all(gs, cluster, urgent[:1], now=2.0)
-    assert gs.hold is not None and gs.hold.key == "gangplank:default/urgent"
+    assert gs.holder.current is not None and gs.holder.current.key == "gangplank:default/urgent"
     result = gs.filter(cluster.snap(), plain, names(cluster), 3.0)
     assert result.passed == ["n0", "n2"], "n1 stays kept, now for urgent; n0 was free all along"
     assert "reserved for gang default/urgent" in result.unresolvable["n1"]
@@ -213,19 +215,19 @@ def test_a_hold_that_moves_to_a_gang_ahead_in_line_keeps_what_it_kept_and_no_mor
 def test_a_hold_lapses_after_its_bound_so_the_cluster_does_not_idle() -> None:
     big = gang_pods("big", 3, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(2), pods=[*big, pod("plain", gpu=8)])
-    gs = GangScheduler(GangConfig(hold_seconds=10))
+    gs = Engine(GangConfig(hold_seconds=10))
     filter_all(gs, cluster, big[:1], now=0.0)
-    assert gs.hold is not None
+    assert gs.holder.current is not None
     gs.sync(cluster.snap(), 11.0)
-    assert gs.hold is None and gs.cooldown["gangplank:default/big"] == 21.0
+    assert gs.holder.current is None and gs.holder.cooling_until("gangplank:default/big") == 21.0
     filter_all(gs, cluster, big[:1], now=12.0)
-    assert gs.hold is None, "no new hold during the cooldown"
+    assert gs.holder.current is None, "no new hold during the cooldown"
 
 
 def test_parked_members_are_nudged_once_the_gang_is_complete() -> None:
     members = gang_pods("t", 3, gpu=1)
     cluster = Cluster(nodes=gpu_nodes(1), pods=members[:2])
-    gs = GangScheduler(GangConfig(kick_interval_seconds=5))
+    gs = Engine(GangConfig(kick_interval_seconds=5))
     filter_all(gs, cluster, members[:2], now=0.0)
     assert gs.kick_candidates(cluster.snap(), 1.0) == [], "still incomplete"
     cluster.add("pods", members[2])
@@ -239,7 +241,7 @@ def test_parked_members_are_nudged_once_the_gang_is_complete() -> None:
 def test_members_rejected_for_room_are_nudged_when_room_appears() -> None:
     members = gang_pods("t", 2, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(1), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     filter_all(gs, cluster, members, now=0.0)
     assert gs.kick_candidates(cluster.snap(), 1.0) == []
     cluster.add("nodes", node("n9", gpu=8, cpu="64"))
@@ -250,7 +252,7 @@ def test_members_rejected_for_room_are_nudged_when_room_appears() -> None:
 def test_a_member_whose_planned_node_kube_scheduler_refuses_is_planned_elsewhere() -> None:
     members = gang_pods("t", 1, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(3), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     first = filter_all(gs, cluster, members)["t-0"][0]
     offered = [n for n in names(cluster) if n != first]
     again = gs.filter(cluster.snap(), pod_from_api(members[0]), offered, 1.0)
@@ -263,10 +265,10 @@ def test_node_selectors_and_taints_are_respected_when_planning() -> None:
     labelled = node("l0", gpu=8, cpu="64", labels={"pool": "train"})
     members = gang_pods("t", 1, gpu=8, node_selector={"pool": "train"})
     cluster = Cluster(nodes=[tainted, labelled, node("x0", gpu=8, cpu="64")], pods=members)
-    assert filter_all(GangScheduler(), cluster, members) == {"t-0": ["l0"]}
+    assert filter_all(Engine(), cluster, members) == {"t-0": ["l0"]}
     nowhere = gang_pods("u", 1, gpu=8, node_selector={"pool": "none"})
     cluster.add("pods", *nowhere)
-    result = GangScheduler().filter(cluster.snap(), pod_from_api(nowhere[0]), names(cluster), 0)
+    result = Engine().filter(cluster.snap(), pod_from_api(nowhere[0]), names(cluster), 0)
     assert "no node accepts them (most often: node selector pool=none" in next(
         iter(result.unresolvable.values())
     )
@@ -286,7 +288,7 @@ def test_planning_is_all_or_nothing_on_the_snapshot() -> None:
 def test_a_planned_member_is_answered_with_its_node_only() -> None:
     members = gang_pods("t", 1, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(50), pods=members)
-    result = GangScheduler().filter(cluster.snap(), pod_from_api(members[0]), names(cluster), 0)
+    result = Engine().filter(cluster.snap(), pod_from_api(members[0]), names(cluster), 0)
     assert len(result.passed) == 1 and not result.failed and not result.unresolvable
 
 
@@ -299,17 +301,17 @@ def test_a_partly_bound_gang_is_first_in_line_before_older_and_higher_priority_g
         "status": {"phase": "Running"},
     }
     cluster = Cluster(nodes=gpu_nodes(1), pods=[*old, running, *broken[1:]])
-    gs = GangScheduler()
+    gs = Engine()
     filter_all(gs, cluster, old[:1], now=0.0)
-    assert gs.hold is not None and gs.hold.key == "gangplank:default/old"
+    assert gs.holder.current is not None and gs.holder.current.key == "gangplank:default/old"
     filter_all(gs, cluster, broken[1:2], now=1.0)
-    assert gs.hold is not None and gs.hold.key == "gangplank:default/broken"
+    assert gs.holder.current is not None and gs.holder.current.key == "gangplank:default/broken"
 
 
 def test_a_plan_keeps_the_member_the_cache_has_not_seen_yet() -> None:
     members = gang_pods("t", 2, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(3), pods=members[:1])  # the watch lags behind t-1
-    gs = GangScheduler()
+    gs = Engine()
     kept = gs.filter(cluster.snap(), pod_from_api(members[1]), names(cluster), 0.0).passed
     cluster.add("pods", pod("unrelated"))  # any change makes the next call sync
     again = gs.filter(cluster.snap(), pod_from_api(members[1]), names(cluster), 1.0).passed
@@ -319,7 +321,7 @@ def test_a_plan_keeps_the_member_the_cache_has_not_seen_yet() -> None:
 def test_an_extra_member_that_does_not_fit_leaves_the_gangs_plan_standing() -> None:
     members = gang_pods("t", 3, size=2, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(2), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     kept = filter_all(gs, cluster, members)
     assert sorted(len(nodes) for nodes in kept.values()) == [0, 1, 1]
     assert gs.reserved_pods() == 2
@@ -333,7 +335,7 @@ def test_an_extra_member_that_does_not_fit_leaves_the_gangs_plan_standing() -> N
 def test_a_replacement_member_is_added_without_moving_the_admitted_ones() -> None:
     members = gang_pods("t", 3, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(4), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     kept = filter_all(gs, cluster, members[:2])
     cluster.delete("pods", members[2])  # deleted before it was scheduled; the Job replaces it
     replacement = gang_pods("t", 3, gpu=8)[2]
@@ -342,15 +344,15 @@ def test_a_replacement_member_is_added_without_moving_the_admitted_ones() -> Non
     result = gs.filter(cluster.snap(), pod_from_api(replacement), names(cluster), 1.0)
     assert len(result.passed) == 1 and result.passed[0] not in kept["t-0"] + kept["t-1"]
     assert filter_all(gs, cluster, members[:2]) == kept, "admitted members keep their nodes"
-    assert members[2]["metadata"]["uid"] not in gs.plans["gangplank:default/t"].assignments, (
-        "the deleted member gave its place up"
-    )
+    plan = gs.reservations.get("gangplank:default/t")
+    assert plan is not None
+    assert members[2]["metadata"]["uid"] not in plan.assignments, "the deleted member gave it up"
 
 
 def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch: Any) -> None:
     """kube-scheduler retries every parked member on every pod created: until capacity changes
     the answer is the same, and it is given without planning again (tens of ms at 5,000 nodes)."""
-    import extender.core.gangs.gang_scheduler as gang_scheduler
+    import extender.core.gangs.placer as placer
     from extender.core.placement import domains
 
     plans = []
@@ -360,10 +362,10 @@ def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch
         plans.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gang_scheduler, "plan_in_topology", counted)
+    monkeypatch.setattr(placer, "plan_in_topology", counted)
     members = gang_pods("big", 4, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(3), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     first = filter_all(gs, cluster, members)
     # once, and once more when the gang became the holder of freed capacity (a new state)
     assert all(not kept for kept in first.values()) and len(plans) == 2
@@ -376,7 +378,7 @@ def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch
 
 
 def count_plans(monkeypatch: Any) -> list[int]:
-    import extender.core.gangs.gang_scheduler as gang_scheduler
+    import extender.core.gangs.placer as placer
     from extender.core.placement import domains
 
     plans: list[int] = []
@@ -386,7 +388,7 @@ def count_plans(monkeypatch: Any) -> list[int]:
         plans.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gang_scheduler, "plan_in_topology", counted)
+    monkeypatch.setattr(placer, "plan_in_topology", counted)
     return plans
 
 
@@ -399,7 +401,7 @@ def test_a_gang_of_alike_members_that_does_not_fit_waits_for_capacity_given_back
     plans = count_plans(monkeypatch)
     members = gang_pods("big", 4, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(3), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     filter_all(gs, cluster, members)
     planned = len(plans)
     small = pod("small", gpu=1, node="n0", phase="Running")
@@ -418,7 +420,7 @@ def test_a_waiting_gang_of_alike_members_fits_once_another_gangs_reservation_lap
     a = gang_pods("a", 3, gpu=8)
     b = gang_pods("b", 3, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(4), pods=[*a, *b])
-    gs = GangScheduler(GangConfig(reservation_seconds=30))
+    gs = Engine(GangConfig(reservation_seconds=30))
     filter_all(gs, cluster, a[:1], now=0.0)  # a reserves three of the four nodes
     assert not any(filter_all(gs, cluster, b, now=10.0).values())
     kept = filter_all(gs, cluster, b, now=31.0)  # a never bound: its reservation lapsed
@@ -433,7 +435,7 @@ def test_a_gang_of_unlike_members_is_planned_again_whenever_capacity_changes(
     plans = count_plans(monkeypatch)
     members = [*gang_pods("mixed", 4, gpu=8)[:3], *gang_pods("mixed", 4, gpu=4)[3:]]
     cluster = Cluster(nodes=gpu_nodes(2), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     filter_all(gs, cluster, members)
     planned = len(plans)
     cluster.add("pods", pod("small", gpu=1, node="n0", phase="Running"))
@@ -444,9 +446,9 @@ def test_a_gang_of_unlike_members_is_planned_again_whenever_capacity_changes(
 def test_a_pod_of_no_gang_is_kept_off_capacity_planned_for_a_gang_on_every_state() -> None:
     members = gang_pods("train", 2, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(3), pods=members)
-    gs = GangScheduler()
+    gs = Engine()
     filter_all(gs, cluster, members[:1])  # planned: two of the three nodes reserved
-    (plan,) = gs.plans.values()
+    (plan,) = gs.reservations.plans()
     planned = set(plan.assignments.values())
     single = pod_from_api(pod("single", gpu=8, uid="single"))
     result = gs.filter(cluster.snap(), single, names(cluster), 1.0)

@@ -4,9 +4,8 @@ cleared whole at 10,000 entries (docs/reliability.md)."""
 
 from __future__ import annotations
 
-from extender.core.coordinator import Coordinator
-from extender.core.gangs.gang_scheduler import GangScheduler
 from extender.core.gangs.no_room import NoRoom
+from extender.core.preemption.tried import Tried
 
 
 def test_the_no_room_memory_keeps_only_gangs_still_waiting() -> None:
@@ -20,8 +19,8 @@ def test_the_no_room_memory_keeps_only_gangs_still_waiting() -> None:
 
 
 def test_fruitless_searches_for_victims_are_forgotten_once_lapsed() -> None:
-    coordinator = Coordinator(GangScheduler(), None)
+    tried = Tried()
     for i in range(10_000):  # one a second: each remembered for 30 s
-        coordinator._remember_no_victims(f"pod:default/p{i}", ("state",), float(i))
-    assert len(coordinator._no_victims) <= 512, "only the last 30 s, give or take a doubling"
-    assert "pod:default/p9999" in coordinator._no_victims
+        tried.remember(f"pod:default/p{i}", ("state",), float(i))
+    assert len(tried) <= 512, "only the last 30 s, give or take a doubling"
+    assert "pod:default/p9999" in tried

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.core.engine import Engine
 from extender.core.gangs.plan_record import PLAN_ANNOTATION, decode, encode, restore
+from extender.core.gangs.plans import Plan
 from tests.builders import gang_pods, node
 from tests.cluster import Cluster
 
@@ -60,29 +61,34 @@ def test_restore_keeps_the_plan_in_memory_that_the_record_describes() -> None:
     deadline = NOW + 60.123456
     members = recorded_gang(deadline, ["n0", "n1"])
     c = Cluster(nodes=[node(f"n{i}", gpu=8) for i in range(2)], pods=members)
-    gangs = GangScheduler()
+    engine = Engine()
+    gangs = engine.reservations
     snap = c.snap()
     pods = snap.groups["gangplank:default/ring"]
     kept = {p.uid: f"n{i}" for i, p in enumerate(sorted(pods, key=lambda p: p.name))}
-    gangs.install_plan("gangplank:default/ring", pods, kept, {}, deadline)
-    done = restore(snap, gangs, NOW)
+    gangs.install(Plan.with_victims("gangplank:default/ring", pods, kept, {}, deadline))
+    done = restore(snap, gangs, engine.placer.free_of, NOW)
     assert done.plans == 0 and done.nudge == {}
-    assert gangs.plans["gangplank:default/ring"].deadline == deadline, "the very plan, kept"
+    plan = gangs.get("gangplank:default/ring")
+    assert plan is not None and plan.deadline == deadline, "the very plan, kept"
 
 
 def test_a_lapsed_record_is_left_to_the_planner() -> None:
     c = Cluster(nodes=[node("n0", gpu=8)], pods=recorded_gang(NOW - 1, ["n0"]))
-    gangs = GangScheduler()
-    assert restore(c.snap(), gangs, NOW).plans == 0
-    assert gangs.plans == {}
+    engine = Engine()
+    gangs = engine.reservations
+    assert restore(c.snap(), gangs, engine.placer.free_of, NOW).plans == 0
+    assert len(gangs) == 0
 
 
 def test_a_record_that_still_fits_comes_back_with_its_members_to_nudge() -> None:
     c = Cluster(
         nodes=[node(f"n{i}", gpu=8) for i in range(2)], pods=recorded_gang(NOW + 30, ["n1", "n0"])
     )
-    gangs = GangScheduler()
-    done = restore(c.snap(), gangs, NOW)
-    plan = gangs.plans["gangplank:default/ring"]
+    engine = Engine()
+    gangs = engine.reservations
+    done = restore(c.snap(), gangs, engine.placer.free_of, NOW)
+    plan = gangs.get("gangplank:default/ring")
+    assert plan is not None
     assert done.plans == 1 and len(done.nudge) == 2
     assert sorted(plan.assignments.values()) == ["n0", "n1"] and plan.deadline == NOW + 30

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from extender.cli.main import main
-from extender.core.coordinator import Coordinator
+from extender.core.engine import Engine
 from extender.core.queues.policy import parse_policy
 from extender.kube.convert import pod_from_api
 from extender.policy.importer import ImportRefused, import_manifests, import_sources
@@ -340,7 +340,7 @@ def test_an_imported_pods_quota_holds_the_queue_to_that_many_pods(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _, doc, _ = run(capsys, str(UPSTREAM / "kueue/single-clusterqueue-setup.yaml"))
-    coordinator = Coordinator(policy=parse_policy(doc))
+    coordinator = Engine(policy=parse_policy(doc))
     label = {"kueue.x-k8s.io/queue-name": "user-queue"}
     running = [pod(f"r{i}", node="n0", phase="Running", labels=label) for i in range(5)]
     cluster = Cluster(nodes=[node("n0", cpu="64", gpu=0)], pods=running)

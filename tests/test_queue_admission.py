@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.core.coordinator import Coordinator
+from extender.core.engine import Engine
 from extender.core.model.answers import FilterResult
 from extender.core.queues.admission import check_quota
 from extender.core.queues.policy import parse_policy
@@ -37,11 +37,11 @@ def cluster(*pods: dict[str, Any], nodes: int = 4, gpu: int = 8) -> Cluster:
     return Cluster(nodes=[node(f"n{i}", gpu=gpu, cpu="64") for i in range(nodes)], pods=pods)
 
 
-def coordinator(*queues: dict[str, Any]) -> Coordinator:
-    return Coordinator(policy=parse_policy(policy_doc(*queues), "policy.yaml"))
+def coordinator(*queues: dict[str, Any]) -> Engine:
+    return Engine(policy=parse_policy(policy_doc(*queues), "policy.yaml"))
 
 
-def decide(co: Coordinator, c: Cluster, raw: dict[str, Any], now: float = 0.0) -> FilterResult:
+def decide(co: Engine, c: Cluster, raw: dict[str, Any], now: float = 0.0) -> FilterResult:
     return co.filter(c.snap(), pod_from_api(raw), sorted(c.snap().nodes), now)
 
 
@@ -54,7 +54,7 @@ def reason(result: FilterResult) -> str:
 
 def test_without_a_policy_and_for_pods_in_no_queue_nothing_changes() -> None:
     c = cluster()
-    assert decide(Coordinator(), c, in_queue("p", "anything")).passed == ["n0", "n1", "n2", "n3"]
+    assert decide(Engine(), c, in_queue("p", "anything")).passed == ["n0", "n1", "n2", "n3"]
     co = coordinator(queue("research", max=gpus(0)))
     assert decide(co, c, in_queue("plain", None)).passed == ["n0", "n1", "n2", "n3"]
 
@@ -187,10 +187,10 @@ def test_a_4_pod_gang_is_never_admitted_in_part_by_quota() -> None:
             "queue q: nvidia.com/gpu 6 of max 8 in use, gang default/train needs 4"
             + nothing_to_preempt("q")
         )
-    assert co.gangs.reserved_pods() == 0
+    assert co.reserved_pods() == 0
     c.delete("pods", blocker)
     assert all(len(decide(co, c, m).passed) == 1 for m in members)
-    assert co.gangs.reserved_pods() == 4
+    assert co.reserved_pods() == 4
 
 
 def test_a_planned_gang_counts_against_its_queue_before_it_binds() -> None:
@@ -304,7 +304,7 @@ def test_a_preemption_needing_more_jobs_than_a_minutes_evictions_says_so() -> No
     gang = gang_pods("big", 16, gpu=1, priority=1000, labels={QUEUE: "team"})
     c = cluster(*lows, *gang, nodes=2)
     doc = {**policy_doc(queue("team", max=gpus(16))), "preemption": {"evictionsPerMinute": 10}}
-    co = Coordinator(policy=parse_policy(doc, "policy.yaml"))
+    co = Engine(policy=parse_policy(doc, "policy.yaml"))
     why = reason(decide(co, c, gang[0], now=AN_HOUR_IN))
     assert why.endswith(
         "preemption would have to evict 16 jobs at once, more than "

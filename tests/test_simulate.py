@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from extender.cli.main import main
-from extender.core.gangs.gang_scheduler import GangConfig
+from extender.core.gangs.placer import GangConfig
 from extender.core.queues.fair_order import fair_shares
 from extender.core.queues.policy import parse_policy
 from extender.kube.convert import node_from_api

@@ -119,7 +119,7 @@ def test_a_stale_view_holds_gangs_and_queued_jobs_evicts_no_one_and_lets_other_p
         assert "view of the cluster is stale" in why["reason"], why
         # An eviction planned just before the view went stale waits for it to be fresh.
         with extender.runtime.lock:
-            extender.runtime.scheduler.preemption.pending.append(eviction("plain"))
+            extender.runtime.scheduler.preemption.evictions.pending.append(eviction("plain"))
         time.sleep(0.5)  # five passes of the kicker
         assert not [e for e in api.state.evictions if not e[2]], "nothing evicted while stale"
         api.come_back()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import pytest
 
-from extender.core.gangs.gang_scheduler import GangScheduler
-from extender.core.preemption.preemption import Preemption
+from extender.core.engine import Engine
 from extender.core.preemption.victims import (
     find_victims,
     priority_candidates,
@@ -50,7 +48,7 @@ def search(c: Cluster, waiting: list[dict[str, Any]], priority: int) -> Any:
     pods = [pod_from_api(p) for p in waiting]
     jobs = running_jobs(snap, lambda p: None)
     candidates = priority_candidates(jobs, None, priority, defaults, NOW)
-    free = partial(GangScheduler().free_for, gang_key=None)
+    free = Engine().placer.free_of(None)
     return find_victims(snap, pods, len(pods), free, candidates, NOW)
 
 
@@ -201,11 +199,11 @@ def test_a_gang_that_requires_one_rack_evicts_within_one_rack_even_if_that_takes
     snap = c.snap()
     pods = [pod_from_api(p) for p in waiting]
     candidates = priority_candidates(running_jobs(snap, lambda p: None), None, 100, defaults, NOW)
-    gangs = GangScheduler()
-    preemption = Preemption(gangs)
+    engine = Engine()
+    preemption = engine.preemption
     planner = preemption._planner(Cluster(nodes=[], pods=waiting).snap(), "gangplank:default/ring")
     in_rack = find_victims(
-        snap, pods, 2, partial(gangs.free_for, gang_key=None), candidates, NOW, None, planner
+        snap, pods, 2, engine.placer.free_of(None), candidates, NOW, None, planner
     )
     assert in_rack is not None and len(in_rack.victims) == 2
     assert set(in_rack.assignments.values()) == {"a0", "a1"}
@@ -225,7 +223,7 @@ def test_a_search_for_priority_victims_starts_only_if_the_store_counts_a_lower_p
     assert snap.queue_floor == {("", "default"): 0}
 
     def plan(snapshot: Any) -> int:
-        return Preemption(GangScheduler()).plan(
+        return Engine().preemption.plan(
             snapshot, "pod:default/urgent", waiting, 1, None, NOW, None, None
         )
 
@@ -246,6 +244,6 @@ def test_a_gang_already_running_short_is_chosen_before_a_whole_one_is_cut() -> N
         "gangplank:default/low-b"
     ), "the rule's order alone"
     waiting = [pod_from_api(p) for p in gang_pods("urgent", 4, gpu=8, priority=100)]
-    preemption = Preemption(GangScheduler())
+    preemption = Engine().preemption
     assert preemption.plan(snap, "gangplank:default/urgent", waiting, 4, None, NOW, None, None)
-    assert [e.job for e in preemption.pending] == ["gangplank:default/low-a"] * 2
+    assert [e.job for e in preemption.evictions.pending] == ["gangplank:default/low-a"] * 2

@@ -260,7 +260,9 @@ def test_why_and_status_name_the_hold_by_its_job_not_an_internal_key(
 ) -> None:
     cluster, _ = waiting_gang_cluster()
     runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True)
-    runtime.gangs.hold = Hold("pod:team-b/solo", time.time() + 60, {}, frozenset(), {}, {})
+    runtime.scheduler.holder._hold = Hold(
+        "pod:team-b/solo", time.time() + 60, {}, frozenset(), {}, {}
+    )
     with serving(create_app(runtime)) as base:
         assert gangplank(["--url", base, "why", "team-a/train-0"]) == 0
         why = capsys.readouterr().out
@@ -280,7 +282,8 @@ def test_status_shows_a_plans_members_and_nodes_after_they_are_bound() -> None:
     runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True)
     client = create_app(runtime).test_client()
     client.post("/scheduler/filter", json={"Pod": members[0], "NodeNames": ["n0", "n1"]})
-    plan = runtime.gangs.plans["gangplank:default/pair"]
+    plan = runtime.scheduler.reservations.get("gangplank:default/pair")
+    assert plan is not None
     placed = dict(plan.assignments)
     (before,) = client.get("/status").get_json()["plans"]
     assert (before["members"], before["bound"], before["nodes"]) == (2, 0, ["n0", "n1"])

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from extender.core.preemption.preemption import Eviction
+from extender.core.preemption.evictions import Eviction
 from extender.kube.binder import api_message
 from extender.kube.events import post_pod_event
 

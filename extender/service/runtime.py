@@ -18,12 +18,12 @@ from extender.cache.handlers import POD_GROUP_KINDS, handlers_for
 from extender.cache.reflector import Reflector
 from extender.cache.static import load_cluster_file
 from extender.cache.store import ClusterStore
-from extender.core.coordinator import Coordinator
-from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.engine import Engine
+from extender.core.gangs.placer import GangConfig
 from extender.core.model.notices import Notice
 from extender.core.model.snapshot import Snapshot
 from extender.core.placement.scoring import mix_of
-from extender.core.preemption.preemption import Eviction
+from extender.core.preemption.evictions import Eviction
 from extender.core.queues.policy import Policy
 from extender.core.report.pools import Pool, pools
 from extender.core.report.queue_report import collect_report, queue_numbers, render_report
@@ -73,7 +73,7 @@ class Runtime:
         reflectors: Iterable[Reflector] = (),
         *,
         preloaded: bool = False,
-        gangs: GangScheduler | None = None,
+        config: GangConfig | None = None,
         patcher: Patcher | None = None,
         leadership: Leadership | None = None,
         clock: Callable[[], float] = time.time,
@@ -90,10 +90,9 @@ class Runtime:
         self.binder = binder
         self.metrics = metrics
         self.reflectors = list(reflectors)
-        self.gangs = gangs or GangScheduler()
         if policy is None and policy_path and Path(policy_path).exists():
             policy = load_policy(policy_path)
-        self.scheduler = Coordinator(self.gangs, policy, scheduler_names)
+        self.scheduler = Engine(config, policy, scheduler_names)
         self.evictor: Evictor = evictor or LogEvictor()
         self.events: EventRecorder = events or LogEventRecorder()
         # One lock for the decision state: a plan is made and read whole. Timed per holder.
@@ -215,7 +214,7 @@ class Runtime:
         if listed is None:
             return None
         with self.lock.by("pods"):
-            rows = describe_pods(listed[:limit], self.gangs.planned_node, self.clock())
+            rows = describe_pods(listed[:limit], self.scheduler.planned_node, self.clock())
         return {"pods": rows, "total": len(listed)}
 
     def pool_figures(self) -> list[Pool]:
@@ -250,12 +249,11 @@ class Runtime:
         adopt = time.monotonic() >= self._adopt_at and not stale and self.synced()
         with self.lock.by("periodic pass"):
             snapshot = self.store.snapshot()
-            self.scheduler.stale = stale
             refs, self._adopted = self._adopted, []
             if adopt:
                 self._adopt_at = float("inf")
                 refs += self.scheduler.adopt_pending(snapshot, self.clock())
-            refs += self.scheduler.kick_candidates(snapshot, self.clock())
+            refs += self.scheduler.kick_candidates(snapshot, self.clock(), stale)
             # Evictions planned before the view went stale wait until it is fresh again, and so
             # do they if the replica has learned, since this pass began, that its scheduler no
             # longer leads (the last answer: no API call under the lock).
@@ -275,7 +273,7 @@ class Runtime:
     def lead_taken(self) -> None:
         """The scheduler took the Lease: its plans are read back from their records at the next
         pass or call, and the next pass asks the core about every pending pod of the profile
-        (`Coordinator.adopt_pending`). kube-scheduler may hold some parked that this
+        (`Engine.adopt_pending`). kube-scheduler may hold some parked that this
         process never saw filtered, and would retry them only on a cluster event or its
         5-minute flush."""
         self._adopted = []  # found while standing by: looked for again now
@@ -391,12 +389,12 @@ class Runtime:
 
     def gang_counts(self) -> tuple[dict[str, int], int]:
         with self.lock.by("metrics: gangs"):
-            return self.gangs.gang_counts(self.store.snapshot()), self.gangs.reserved_pods()
+            return self.scheduler.gang_counts(self.store.snapshot()), self.scheduler.reserved_pods()
 
     def publish(self) -> None:
         """Move what the gang scheduler counted into the metrics."""
         with self.lock.by("metrics: outcomes"):
-            outcomes = self.gangs.take_outcomes()
+            outcomes = self.scheduler.take_outcomes()
             queue_outcomes = self.scheduler.take_queue_outcomes()
             preemption = self.scheduler.preemption.take_outcomes()
         self.metrics.record_gang_outcomes(outcomes)
@@ -560,10 +558,8 @@ def build_reflectors(
 def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime:
     metrics = metrics or Metrics()
     store = ClusterStore()
-    gangs = GangScheduler(
-        GangConfig(
-            reservation_seconds=settings.reservation_seconds, hold_seconds=settings.hold_seconds
-        )
+    config = GangConfig(
+        reservation_seconds=settings.reservation_seconds, hold_seconds=settings.hold_seconds
     )
     policy: Policy | None = None
     if settings.policy and Path(settings.policy).exists():
@@ -583,7 +579,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
             settings.cluster_file,
             ", ".join(f"{n} {k}" for k, n in counts.items()),
         )
-        return Runtime(store, StoreBinder(), metrics, preloaded=True, gangs=gangs, **queues)
+        return Runtime(store, StoreBinder(), metrics, preloaded=True, config=config, **queues)
     from kubernetes import client
 
     watch_client, bind_client = api_clients(settings)
@@ -601,7 +597,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         ApiBinder(client.CoreV1Api(bind_client)),
         metrics,
         build_reflectors(store, watch_client, metrics, settings),
-        gangs=gangs,
+        config=config,
         patcher=ApiPatcher(client.CoreV1Api(bind_client)),
         leadership=leadership,
         evictor=ApiEvictor(client.CoreV1Api(bind_client)),

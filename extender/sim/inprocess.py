@@ -1,7 +1,7 @@
 """gangplank in the simulator: its cache and decision core called directly, in simulated time.
 
 What the HTTP routes and the runtime's periodic pass do, minus HTTP and threads: the same
-`ClusterStore` (fed by the driver, as the watch would), the same `Coordinator` and its verbs,
+`ClusterStore` (fed by the driver, as the watch would), the same `Engine` and its verbs,
 the periodic pass (`kick_candidates`, evictions, the mix placement learns every minute).
 """
 
@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from extender.cache.store import ClusterStore
-from extender.core.coordinator import Coordinator
-from extender.core.gangs.gang_scheduler import GangConfig, GangScheduler
+from extender.core.engine import Engine
+from extender.core.gangs.placer import GangConfig
 from extender.core.model.answers import BindRequest, Victims
 from extender.core.model.keys import job_key
+from extender.core.model.rejection import Rejection
 from extender.core.placement.scoring import mix_of
 from extender.core.queues.policy import Policy
 from extender.kube.convert import node_from_api
@@ -32,7 +33,7 @@ class InProcess:
     def __init__(self, policy: Policy | None, config: GangConfig | None = None) -> None:
         self.now = EPOCH
         self.store = ClusterStore(clock=lambda: self.now)
-        self.coordinator = Coordinator(GangScheduler(config or GangConfig()), policy)
+        self.coordinator = Engine(config or GangConfig(), policy)
         self.notices: Counter[str] = Counter()
         self._uids: dict[tuple[str, str], str] = {}
         self._learned_at = float("-inf")
@@ -63,7 +64,7 @@ class InProcess:
         return Filtered(result.passed, result.failed, result.unresolvable, kind)
 
     def queue_refuses(self, pod: SimPod) -> bool:
-        return job_key(pod.info) in self.coordinator.refused
+        return self.coordinator.waiting.is_refused(job_key(pod.info))
 
     def _refusal(self, pod: SimPod) -> str:
         """What the core refused the pod for (see `Filtered.kind`), from its own records: the
@@ -71,13 +72,13 @@ class InProcess:
         if self.queue_refuses(pod):
             return "quota"
         key = job_key(pod.info)
-        gangs = self.coordinator.gangs
-        waiting = gangs.waiting.get(key)
-        rejected = waiting.rejected.get(pod.uid) if waiting is not None else None
-        if rejected is not None and rejected[2] in ("incomplete", "invalid"):
+        engine = self.coordinator
+        if engine.waiting.parked_kind(key, pod.uid) in (Rejection.INCOMPLETE, Rejection.INVALID):
             return "gang"
-        hold = gangs.hold
-        if (hold is not None and hold.key != key) or any(k != key for k in gangs.plans):
+        hold = engine.holder.current
+        if (hold is not None and hold.key != key) or any(
+            k != key for k in engine.reservations.jobs()
+        ):
             return "held"
         return ""
 
@@ -117,7 +118,7 @@ class InProcess:
         for notice in self.coordinator.take_notices():
             self.notices[notice.reason] += 1
         # drained as the runtime's publish does (they would grow otherwise)
-        self.coordinator.gangs.take_outcomes()
+        self.coordinator.take_outcomes()
         self.coordinator.take_queue_outcomes()
         self.coordinator.preemption.take_outcomes()
         nudged = [u for ref in refs if (u := self._uids.get(ref)) is not None]

@@ -91,9 +91,8 @@ class Verbs:
         stale = runtime.staleness()
         runtime.restore_plans()
         with runtime.lock:
-            runtime.scheduler.stale = stale
             result = runtime.scheduler.filter(
-                runtime.store.snapshot(), pod, nodes.names, runtime.clock()
+                runtime.store.snapshot(), pod, nodes.names, runtime.clock(), stale
             )
         return wire.dumps(wire.filter_answer(nodes, result))
 
@@ -120,9 +119,8 @@ class Verbs:
         stale = runtime.staleness()
         runtime.restore_plans()
         with runtime.lock:
-            runtime.scheduler.stale = stale
             kept = runtime.scheduler.preempt(
-                runtime.store.snapshot(), pod, candidates, runtime.clock()
+                runtime.store.snapshot(), pod, candidates, runtime.clock(), stale
             )
         return wire.dumps(wire.preempt_answer(kept))
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 
 import orjson
 
 from extender.core.gangs.gang import resolve_gang
-from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.core.gangs.hold import FreeOf
 from extender.core.gangs.plans import Plan
+from extender.core.gangs.reservations import Reservations
 from extender.core.model.keys import group_key, single_key
 from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
 from extender.core.placement.fit import fits
@@ -187,10 +187,13 @@ class Restored:
     victims: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def restore(snapshot: Snapshot, gangs: GangScheduler, now: float) -> Restored:
-    """The recorded plans back in `gangs`, as a set (see the module's docstring). A plan in
-    memory with the recorded deadline is kept as it is; one with another is replaced (a replica
-    that led before may remember a plan the leader since replaced)."""
+def restore(
+    snapshot: Snapshot, reservations: Reservations, free_of: Callable[[str], FreeOf], now: float
+) -> Restored:
+    """The recorded plans back in `reservations`, as a set (see the module's docstring);
+    `free_of(job)`: what each node has left for it. A plan in memory with the recorded deadline
+    is kept as it is; one with another is replaced (a replica that led before may remember a
+    plan the leader since replaced)."""
     jobs: dict[str, Iterable[PodInfo]] = dict(snapshot.groups)
     for waiting in snapshot.queue_pending.values():
         for pod in waiting:
@@ -198,17 +201,18 @@ def restore(snapshot: Snapshot, gangs: GangScheduler, now: float) -> Restored:
                 jobs[single_key(pod.namespace, pod.name)] = (pod,)
     out = Restored()
     for plan in recorded(snapshot, jobs):
-        known = gangs.plans.get(plan.key)
+        known = reservations.get(plan.key)
         if known is not None and round(known.deadline, 3) >= plan.deadline:
             continue  # this very plan (recorded to the millisecond), or one made since
         if known is not None:
-            gangs.drop_plan(plan.key)
+            reservations.release(plan.key)
         if plan.deadline <= now:
             continue  # lapsed: a gang in part is completed by the planner as usual
-        if still_fits(snapshot, plan, partial(gangs.free_for, gang_key=plan.key)):
-            gangs.install_plan(
-                plan.key, plan.pods, plan.assignments, plan.victims, plan.deadline, restored=True
+        if still_fits(snapshot, plan, free_of(plan.key)):
+            restored = Plan.with_victims(
+                plan.key, plan.pods, plan.assignments, plan.victims, plan.deadline
             )
+            reservations.install(restored, restored=True)
             out.plans += 1
             if plan.victims:
                 out.victims[plan.key] = plan.victims
@@ -216,13 +220,12 @@ def restore(snapshot: Snapshot, gangs: GangScheduler, now: float) -> Restored:
             out.nudge.update(
                 (uid, (by_uid[uid].namespace, by_uid[uid].name)) for uid in plan.assignments
             )
-        elif plan.bound and not _fits_elsewhere(snapshot, gangs, plan):
+        elif plan.bound and not _fits_elsewhere(snapshot, free_of(plan.key), plan):
             out.broken.append(plan)
     return out
 
 
-def _fits_elsewhere(snapshot: Snapshot, gangs: GangScheduler, plan: Recorded) -> bool:
+def _fits_elsewhere(snapshot: Snapshot, free: FreeOf, plan: Recorded) -> bool:
     pending = [p for p in plan.pods if p.node_name is None]
     needed = max(0, resolve_gang(snapshot, plan.key).size - plan.bound) or len(pending)
-    free = partial(gangs.free_for, gang_key=plan.key)
     return plan_gang(snapshot, pending, needed, free, bounded=True).ok

@@ -8,10 +8,9 @@ which the runtime carries out through the Eviction API (PodDisruptionBudgets hol
 scheduler leads. Evictions come at a bounded rate (`evictionsPerMinute` jobs), so the cluster
 never thrashes.
 
-`Preemption.narrow` answers kube-scheduler's preempt verb (its own preemption, for pods it found
-no node for): a planned job keeps only its planned victims on its planned nodes; any other pod
-keeps only victims the rules allow, never a gang member (a gang goes whole, by gangplank's own
-plan), and only nodes where what is kept makes room and no PodDisruptionBudget is broken.
+`Preemption.narrow` answers kube-scheduler's preempt verb (`narrow.py`). The evictions wait in
+`evictions.py` for the runtime; a search that found no victims is not repeated on the same state
+(`tried.py`).
 """
 
 from __future__ import annotations
@@ -22,18 +21,22 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from extender.core.gangs.gang import resolve_gang
-from extender.core.gangs.gang_scheduler import GangScheduler
+from extender.core.gangs.hold import FreeOf as HoldFreeOf
+from extender.core.gangs.plans import Plan
+from extender.core.gangs.reservations import Reservations
 from extender.core.model.answers import Victims
 from extender.core.model.keys import is_single, job_key, job_name
-from extender.core.model.quantity import format_amount
 from extender.core.model.resources import GPU, total
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.model.workload import queue_key
 from extender.core.placement.candidates import could_hold
 from extender.core.placement.domains import plan_in_topology
-from extender.core.placement.fit import fits
 from extender.core.placement.planner import FreeOf, PlanAttempt, plan_gang
+from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology
+from extender.core.preemption.evictions import Eviction, EvictionQueue
+from extender.core.preemption.narrow import narrow
 from extender.core.preemption.quota_room import admits_once_gone, no_victims_reason
+from extender.core.preemption.tried import Tried
 from extender.core.preemption.victims import (
     Planner,
     PreemptionPlan,
@@ -62,24 +65,6 @@ def _no_queue(pod: PodInfo) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Eviction:
-    """One pod to evict, with what to tell the people involved."""
-
-    job: str  # the victim job (its pods go together)
-    namespace: str
-    name: str
-    uid: str
-    grace_seconds: int | None
-    rule: str  # priority or reclaim
-    queue: str  # the victim's queue ("" for none)
-    gpu_seconds: float  # what the victim's job had run, shared among its pods
-    message: str  # the Event on the victim
-    preemptor: tuple[str, str]  # namespace, name of the preemptor's first pod
-    preemptor_message: str  # the Event on the preemptor (sent once, with its first victim)
-    plan: str = ""  # the preemptor's job: its plan is recorded before the first eviction
-
-
 @dataclass
 class PreemptionOutcomes:
     waits_before: list[float] = field(default_factory=list)  # job created -> preemption decided
@@ -87,9 +72,18 @@ class PreemptionOutcomes:
 
 
 class Preemption:
-    def __init__(self, gangs: GangScheduler) -> None:
-        self.gangs = gangs
-        self.pending: list[Eviction] = []
+    def __init__(
+        self,
+        reservations: Reservations,
+        free_of: Callable[[str], HoldFreeOf],
+        reservation_seconds: float,
+    ) -> None:
+        self.reservations = reservations
+        self._free_of = free_of  # what each node has left for a job (reservations, the hold)
+        self.reservation_seconds = reservation_seconds
+        self.topology: Topology = DEFAULT_TOPOLOGY  # the policy's tiers
+        self.evictions = EvictionQueue()
+        self.tried = Tried()
         self.recent: deque[float] = deque()  # when each victim job was chosen
         self.decided: dict[str, float] = {}  # preemptor job -> when its plan was made
         self.spared: dict[str, float] = {}  # pod uid -> until: its eviction was refused
@@ -115,7 +109,7 @@ class Preemption:
         constraint = resolve_gang(snapshot, key).constraint
         if not constraint.required:
             return plan_gang
-        topology = self.gangs.topology
+        topology = self.topology
 
         def in_topology(
             view: Snapshot, pods: list[PodInfo], needed: int, free_of: FreeOf
@@ -178,14 +172,14 @@ class Preemption:
         minute's budget allows, else 0). `past_quota`: the queue's quota must admit the
         job once its victims are gone, and victims are looked for in the whole queue."""
         budget = self.budget_left(policy, now)
-        if budget <= 0 or not pods or key in self.gangs.plans:
+        if budget <= 0 or not pods or key in self.reservations:
             return 0, 0, 0
         rules_of = self.rules_of(policy)
         self.spared = {uid: until for uid, until in self.spared.items() if until > now}
-        leaving = {uid for plan in self.gangs.plans.values() for uid in plan.victims}
+        leaving = self.reservations.leaving()
         leaving |= self.spared.keys()  # not chosen again while a budget protects them
         queue_of = self._queue_of(book)
-        free = partial(self.gangs.free_for, gang_key=key)
+        free = self._free_of(key)
         priority = max(p.priority for p in pods)
         found: PreemptionPlan | None = None
         rule = "priority"
@@ -270,24 +264,22 @@ class Preemption:
         if len(found.victims) > budget:
             return 0, looked_at, len(found.victims)
         grace = max((rules_of(v.queue).grace_seconds or 30 for v in found.victims), default=30)
-        self.gangs.install_plan(
-            key,
-            pods,
-            found.assignments,
-            {p.uid: p.node_name or "" for p in found.victim_pods},
-            deadline=now + self.gangs.config.reservation_seconds + grace,
+        victims = {p.uid: p.node_name or "" for p in found.victim_pods}
+        deadline = now + self.reservation_seconds + grace
+        self.reservations.install(
+            Plan.with_victims(key, pods, found.assignments, victims, deadline)
         )
         self.recent.extend([now] * len(found.victims))
         self.decided[key] = now
         created = min(p.created for p in pods)
         self.outcomes.waits_before.append(max(0.0, now - created))
-        self._queue_evictions(found.victims, key, pods, queue, rule, rules_of, book, now)
+        self.evictions.queue(found.victims, key, pods, queue, rule, rules_of, book, now)
         return len(found.victims), looked_at, 0
 
     def _runs_short(self, snapshot: Snapshot, job: RunningJob) -> bool:
         """A gang running fewer members than it needs, with no plan of gangplank's to complete
         it (a gang mid-bind under a plan is not short)."""
-        if job.key in self.gangs.plans:
+        if job.key in self.reservations:
             return False
         gang = resolve_gang(snapshot, job.key)
         return not gang.problem and len(job.pods) < gang.size
@@ -306,119 +298,22 @@ class Preemption:
             used.get(k, 0) + request[k] <= guarantee.get(k, 0) for k in governed
         )
 
-    def _queue_evictions(
-        self,
-        victims: Sequence[RunningJob],
-        key: str,
-        pods: Sequence[PodInfo],
-        queue: str | None,
-        rule: str,
-        rules_of: RulesOf,
-        book: QueueBook | None,
-        now: float,
-    ) -> None:
-        preemptor = job_name(key)
-        first = min(pods, key=lambda p: (p.created, p.name))
-        if rule == "reclaim" and book is not None and queue is not None:
-            resource = GPU if GPU in book.guarantee[queue] else next(iter(book.guarantee[queue]))
-            why = (
-                f"reclaim for queue {queue} (guarantee "
-                f"{format_amount(resource, book.guarantee[queue].get(resource, 0))} {resource}, "
-                f"using {format_amount(resource, book.state[queue].used.get(resource, 0))})"
-            )
-        else:
-            where = f"in queue {queue}" if queue else "(no queue)"
-            why = f"priority {first.priority} {where}"
-        names = ", ".join(job_name(v.key) for v in victims)
-        told = f"gangplank evicts {len(victims)} job(s) for this {preemptor}: {why}: {names}"
-        for victim in victims:
-            share = victim.gpu_seconds(now) / len(victim.pods)
-            for pod in victim.pods:
-                self.pending.append(
-                    Eviction(
-                        job=victim.key,
-                        namespace=pod.namespace,
-                        name=pod.name,
-                        uid=pod.uid,
-                        grace_seconds=rules_of(victim.queue).grace_seconds,
-                        rule=rule,
-                        queue=victim.queue or "",
-                        gpu_seconds=share,
-                        message=f"evicted by gangplank: {why}, for {preemptor} "
-                        f"(all {len(victim.pods)} pod(s) of {job_name(victim.key)} go together)",
-                        preemptor=(first.namespace, first.name),
-                        preemptor_message=told,
-                        plan=key,
-                    )
-                )
-
-    def evict_broken(self, key: str, pods: Sequence[PodInfo], now: float) -> None:
-        """Evict the bound members of gang `key`, whole: after a restart its recorded plan no
-        longer holds and its missing members fit nowhere, so the room goes to gangs with more
-        members bound and its GPUs come back (rule `recovery`; no eviction budget: these pods
-        hold GPUs for a job that cannot run)."""
-        bound = [p for p in pods if p.node_name is not None and p.active]
-        name = job_name(key)
-        why = (
-            f"evicted by gangplank: {name} runs {len(bound)} of its pods and the rest fit nowhere "
-            "since gangplank restarted (gangs with more pods bound keep the room); "
-            f"all {len(bound)} bound pod(s) go together so their GPUs come back"
-        )
-        self._recover(bound, why, min(pods, key=lambda p: (p.created, p.name)), now)
-
-    def evict_recorded(
-        self, key: str, victims: Sequence[PodInfo], preemptor: PodInfo, now: float
-    ) -> None:
-        """Evict the victims a restored plan of job `key` still waits for: the process that
-        chose them stopped before it evicted them all (none is evicted twice: pods already
-        leaving are not among them)."""
-        why = (
-            f"evicted by gangplank: finishing the preemption planned for {job_name(key)} "
-            "before gangplank restarted (its plan was recorded with these victims)"
-        )
-        self._recover(victims, why, preemptor, now, plan=key)
-
-    def _recover(
-        self, pods: Sequence[PodInfo], why: str, told: PodInfo, now: float, plan: str = ""
-    ) -> None:
-        queued = {e.uid for e in self.pending}
-        for pod in pods:
-            if pod.uid in queued:
-                continue
-            self.pending.append(
-                Eviction(
-                    job=job_key(pod),
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.uid,
-                    grace_seconds=None,
-                    rule="recovery",
-                    queue="",
-                    gpu_seconds=pod.requests.get(GPU, 0) * max(0.0, now - (pod.started or now)),
-                    message=why,
-                    preemptor=(told.namespace, told.name),
-                    preemptor_message=why,
-                    plan=plan,
-                )
-            )
-
     def refused(self, uids: set[str], now: float, spare_seconds: float = 600.0) -> None:
         """The API server refused to evict these pods (a PodDisruptionBudget): plans counting on
         them are dropped at once (their capacity is not held in vain) and the pods are not chosen
         again for `spare_seconds`."""
         for uid in uids:
             self.spared[uid] = now + spare_seconds
-        for key in [k for k, plan in self.gangs.plans.items() if uids & plan.victims.keys()]:
-            self.gangs.drop_plan(key)
+        for key in self.reservations.counting_on(uids):
+            self.reservations.release(key)
             self.decided.pop(key, None)
 
     def take_evictions(self) -> list[Eviction]:
-        taken, self.pending = self.pending, []
-        return taken
+        return self.evictions.take()
 
     def put_back(self, evictions: Sequence[Eviction]) -> None:
         """Evictions taken but not carried out (their plan could not be recorded): next pass."""
-        self.pending[:0] = evictions
+        self.evictions.put_back(evictions)
 
     def started(self, key: str, now: float) -> None:
         """A job bound its last planned pod."""
@@ -440,60 +335,10 @@ class Preemption:
         policy: Policy | None,
         book: QueueBook | None,
     ) -> dict[str, Victims]:
-        plan = self.gangs.plans.get(job_key(pod))
-        if plan is not None and pod.uid in plan.assignments:
-            node = plan.assignments[pod.uid]
-            proposed = candidates.get(node)
-            if proposed is None or proposed.pdb_violations:
-                return {}
-            planned = tuple(uid for uid in proposed.uids if plan.victims.get(uid) == node)
-            return {node: Victims(planned, proposed.pdb_violations)} if planned else {}
-        if not is_single(job_key(pod)):
-            return {}  # a gang member without a plan: its gang cannot be made room for
-        rules_of = self.rules_of(policy)
-        queue_of = self._queue_of(book)
-        queue = queue_of(pod)
-        out: dict[str, Victims] = {}
-        for node_name, proposed in candidates.items():
-            info = snapshot.nodes.get(node_name)
-            if info is None or not proposed.uids or proposed.pdb_violations:
-                continue  # gangplank never breaks a PodDisruptionBudget
-            by_uid = {p.uid: p for p in info.pods}
-            kept = []
-            room = {k: info.allocatable.get(k, 0) - info.requested.get(k, 0) for k in pod.requests}
-            for uid in proposed.uids:
-                victim = by_uid.get(uid)
-                if victim is None or not self._alone_may_go(
-                    victim, pod, queue, queue_of, rules_of, now
-                ):
-                    continue
-                kept.append(uid)
-                for name in room:
-                    room[name] += victim.requests.get(name, 0)
-            if kept and fits(pod.requests, room):
-                out[node_name] = Victims(tuple(kept), proposed.pdb_violations)
-        return out
-
-    @staticmethod
-    def _alone_may_go(
-        victim: PodInfo,
-        pod: PodInfo,
-        queue: str | None,
-        queue_of: QueueOf,
-        rules_of: RulesOf,
-        now: float,
-    ) -> bool:
-        if not is_single(job_key(victim)):
-            return False  # a gang member: the gang goes whole, by gangplank's own plan
-        job = RunningJob(
-            job_key(victim),
-            queue_of(victim),
-            victim.priority,
-            victim.started or victim.created,
-            (victim,),
-            {},
+        plan = self.reservations.get(job_key(pod))
+        return narrow(
+            snapshot, pod, candidates, now, plan, self.rules_of(policy), self._queue_of(book)
         )
-        return bool(priority_candidates([job], queue, pod.priority, rules_of, now))
 
 
 def _runs_lower(

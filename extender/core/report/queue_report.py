@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from extender.core.coordinator import Coordinator
+from extender.core.engine import Engine
 from extender.core.model.keys import job_name
 from extender.core.model.quantity import format_amount
 from extender.core.model.snapshot import Snapshot
@@ -51,7 +51,7 @@ def lent(book: QueueBook) -> dict[str, dict[str, int]]:
 
 
 def collect_report(
-    coordinator: Coordinator,
+    engine: Engine,
     snapshot: Snapshot,
     now: float,
     *,
@@ -61,10 +61,10 @@ def collect_report(
     """What the report shows, as plain values copied from the book: made under the lock, turned
     into text by `render_report` after it. `only`: one queue and its subtree; at most
     `jobs_per_queue` waiting jobs listed per queue (all are counted)."""
-    policy = coordinator.policy
+    policy = engine.policy
     if policy is None:
         return {"policy": None, "queues": []}
-    book = coordinator.book_for(snapshot)
+    book = engine.book_for(snapshot)
     line = {
         job.key: place
         for place, job in enumerate(itertools.islice(fair_order(book), LINE_LIMIT), start=1)
@@ -76,7 +76,7 @@ def collect_report(
             continue
         state = book.state[name]
         waiting = [
-            (job, place, line.get(job.key), coordinator.reason_of(job.key))
+            (job, place, line.get(job.key), engine.reason_of(job.key))
             for place, job in enumerate(book.waiting(name)[:jobs_per_queue], start=1)
         ]
         queues.append(
@@ -95,7 +95,7 @@ def collect_report(
                 "waiting": waiting,
             }
         )
-    hold = coordinator.gangs.hold
+    hold = engine.holder.current
     return {
         "policy": policy.source,
         "now": now,
@@ -157,22 +157,18 @@ def render_report(raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def queue_report(
-    coordinator: Coordinator, snapshot: Snapshot, now: float, **options: Any
-) -> dict[str, Any]:
-    return render_report(collect_report(coordinator, snapshot, now, **options))
+def queue_report(engine: Engine, snapshot: Snapshot, now: float, **options: Any) -> dict[str, Any]:
+    return render_report(collect_report(engine, snapshot, now, **options))
 
 
 WAIT_THRESHOLDS = (("5m", 300.0), ("1h", 3600.0), ("6h", 21600.0))
 
 
-def queue_numbers(
-    coordinator: Coordinator, snapshot: Snapshot, now: float = 0.0
-) -> list[dict[str, Any]]:
+def queue_numbers(engine: Engine, snapshot: Snapshot, now: float = 0.0) -> list[dict[str, Any]]:
     """Per queue, in base units, for the metrics. Waits are counted at `now` (wall clock)."""
-    if coordinator.policy is None:
+    if engine.policy is None:
         return []
-    book = coordinator.book_for(snapshot)
+    book = engine.book_for(snapshot)
     lending = lent(book)
     oldest: dict[str, float] = {}
     longer: dict[str, dict[str, int]] = {}
@@ -183,9 +179,9 @@ def queue_numbers(
         for label, seconds in WAIT_THRESHOLDS:
             if waited > seconds:
                 counts[label] = counts.get(label, 0) + 1
-    failing = failing_jobs(snapshot, lambda p: coordinator.queue_of(p)[0])
+    failing = failing_jobs(snapshot, lambda p: engine.queue_of(p)[0])
     out = []
-    for name, spec in coordinator.policy.queues.items():
+    for name, spec in engine.policy.queues.items():
         state = book.state[name]
         out.append(
             {

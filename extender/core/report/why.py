@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
-from extender.core.coordinator import Coordinator
+from extender.core.engine import Engine
 from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import group_key, is_single, job_key, job_name
 from extender.core.model.snapshot import PodInfo, Snapshot
@@ -51,14 +51,12 @@ def gangplanks(pod: PodInfo, scheduler_names: Collection[str]) -> bool:
     return pod.scheduler_name in scheduler_names or is_managed(pod)
 
 
-def explain(
-    coordinator: Coordinator, snapshot: Snapshot, pod: PodInfo, now: float
-) -> dict[str, Any]:
+def explain(engine: Engine, snapshot: Snapshot, pod: PodInfo, now: float) -> dict[str, Any]:
     """Queue, gang, place in line and the last reason, with a one-line summary first."""
     key = job_key(pod)
     out: dict[str, Any] = {"pod": pod.key, "job": job_name(key), "node": pod.node_name}
     parts = [f"pod {pod.key}"]
-    gangs = coordinator.gangs
+    planned = key in engine.reservations
     if not is_single(key):
         gang = resolve_gang(snapshot, key)
         bound = len(gang.bound)
@@ -67,19 +65,19 @@ def explain(
             "size": gang.size,
             "members": len(gang.members),
             "bound": bound,
-            "planned": key in gangs.plans,
+            "planned": planned,
             "problem": gang.problem,
         }
         parts.append(
             f"gang {gang.name} ({bound} of {gang.size or '?'} running, "
-            f"{len(gang.members)} exist{', planned' if key in gangs.plans else ''})"
+            f"{len(gang.members)} exist{', planned' if planned else ''})"
         )
     queue = None
-    if coordinator.policy is not None:
-        queue, problem = coordinator.queue_of(pod)
+    if engine.policy is not None:
+        queue, problem = engine.queue_of(pod)
         out["queue"] = queue
         if queue is not None:
-            book = coordinator.book_for(snapshot)
+            book = engine.book_for(snapshot)
             line = [j.key for j in book.waiting(queue)]
             if key in line:
                 out["position"] = line.index(key) + 1
@@ -89,15 +87,13 @@ def explain(
                 parts.append(f"queue {queue}")
         elif problem:
             out["queue_problem"] = problem
-    reason = ""
-    if key in coordinator.reasons:
-        reason = coordinator.reasons[key][0]
-    waiting = gangs.waiting.get(key)
+    reason = engine.reason_of(key)
+    waiting = engine.waiting.gang(key)
     if waiting is not None and waiting.reason:
         reason = waiting.reason
-    state = situation(pod, gangs.planned_node(pod))
-    if not gangplanks(pod, coordinator.scheduler_names):
-        profiles = ", ".join(sorted(coordinator.scheduler_names))
+    state = situation(pod, engine.planned_node(pod))
+    if not gangplanks(pod, engine.scheduler_names):
+        profiles = ", ".join(sorted(engine.scheduler_names))
         state += (
             f"; not gangplank's: its schedulerName {pod.scheduler_name} is not one of gangplank's "
             f"profiles ({profiles}) and it names no queue or gang"
@@ -113,11 +109,9 @@ def explain(
     out["state"] = state
     out["reason"] = reason
     out["line"] = "; ".join([", ".join(parts), state])
-    if gangs.hold is not None:
-        out["hold"] = {
-            "job": job_name(gangs.hold.key),
-            "seconds_left": max(0.0, gangs.hold.deadline - now),
-        }
+    hold = engine.holder.current
+    if hold is not None:
+        out["hold"] = {"job": job_name(hold.key), "seconds_left": max(0.0, hold.deadline - now)}
     return out
 
 
@@ -135,12 +129,12 @@ def situation(pod: PodInfo, planned: str | None) -> str:
     return "waiting"
 
 
-def explain_unseen(coordinator: Coordinator, namespace: str, name: str) -> dict[str, Any] | None:
+def explain_unseen(engine: Engine, namespace: str, name: str) -> dict[str, Any] | None:
     """A pod the cache has not seen but kube-scheduler asked about (the watch lags, or the
     pod is gone): what gangplank answered it, if anything."""
-    for key, entry in coordinator.refused.items():
+    for key, entry in engine.waiting.refusals():
         if (namespace, name) in entry.pods.values():
-            reason = coordinator.reasons.get(key, ("", 0.0))[0]
+            reason = engine.reason_of(key)
             line = (
                 f"pod {namespace}/{name}, queue {entry.queue}; held by its queue ({entry.rule}): "
                 f"{reason}"
@@ -156,10 +150,10 @@ def explain_unseen(coordinator: Coordinator, namespace: str, name: str) -> dict[
     return None
 
 
-def status(coordinator: Coordinator, snapshot: Snapshot, now: float) -> dict[str, Any]:
-    gangs = coordinator.gangs
+def status(engine: Engine, snapshot: Snapshot, now: float) -> dict[str, Any]:
     plans = []
-    for key, plan in sorted(gangs.plans.items()):
+    for plan in sorted(engine.reservations.plans(), key=lambda p: p.key):
+        key = plan.key
         # A member leaves `assignments` once bound, and the plan goes at the next sync after
         # its last member is: its bound members are on the nodes the snapshot shows them on.
         nodes = set(plan.assignments.values())
@@ -178,22 +172,20 @@ def status(coordinator: Coordinator, snapshot: Snapshot, now: float) -> dict[str
             }
         )
     hold = None
-    if gangs.hold is not None:
-        hold = {
-            "job": job_name(gangs.hold.key),
-            "seconds_left": max(0.0, gangs.hold.deadline - now),
-        }
+    held = engine.holder.current
+    if held is not None:
+        hold = {"job": job_name(held.key), "seconds_left": max(0.0, held.deadline - now)}
     waiting = [
-        {"job": job_name(key), "reason": w.reason, "parked": len(w.rejected)}
-        for key, w in sorted(gangs.waiting.items())
+        {"job": job_name(w.key), "reason": w.reason, "parked": len(w.rejected)}
+        for w in sorted(engine.waiting.gangs(), key=lambda w: w.key)
     ]
     return {
-        "gangs": gangs.gang_counts(snapshot),
-        "reserved_pods": gangs.reserved_pods(),
+        "gangs": engine.gang_counts(snapshot),
+        "reserved_pods": engine.reserved_pods(),
         "plans": plans,
         "hold": hold,
         "waiting_gangs": waiting,
-        "policy": coordinator.policy.source if coordinator.policy is not None else None,
+        "policy": engine.policy.source if engine.policy is not None else None,
     }
 
 

@@ -1,0 +1,358 @@
+"""The engine: holds the components and sequences them for each verb; it owns no rule.
+
+    filter     (stale view? the waiting room says wait) → the pod's queue and its verdict
+               (`queues.gate`) → past its quota, preemption may make room (`line.past_quota`)
+               → the gang placer (`gangs.placer`) → lacking room, preemption may plan it
+               → who waits is written in the waiting room; what passed, in the ledger
+    prioritize planned node, else the placement scorer
+    preempt    the same gate → preemption's own plan for a gang → kube-scheduler's candidates
+               narrowed (`preemption.narrow`)
+    bind       the reservations check and count the bind; the ledger hands the pod over
+    pass       (`nudges`) the waiting room answers whom to retry; the line (`line.py`) gives
+               the hold to the head of the fair line and lets its first jobs preempt
+
+Components: `Reservations` (plans), `HoldKeeper` (the hold), `GangPlacer` (plans gangs),
+`WaitingRoom` (who waits and why), `Ledger` (admitted, not bound), `QueueBook` (queue usage),
+`Preemption` (victims and evictions). Each call gets its context (`now`, `stale`: why the
+cluster view may not be trusted, "" while fresh) as arguments.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from extender.core import recovery
+from extender.core.gangs.gang import Gang, resolve_gang
+from extender.core.gangs.holder import HoldKeeper, Rank, rank
+from extender.core.gangs.placer import GangConfig, GangPlacer, Placed
+from extender.core.gangs.plan_record import ToWrite
+from extender.core.gangs.reservations import Reservations
+from extender.core.line import Line
+from extender.core.model.answers import (
+    MAX_SCORE,
+    BindDecision,
+    BindRequest,
+    FilterResult,
+    NodeScores,
+    Victims,
+)
+from extender.core.model.keys import is_single, job_key
+from extender.core.model.notices import Notice, Outbox
+from extender.core.model.rejection import Rejection
+from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.placement.scoring import PlacementScorer, ScoreWeights
+from extender.core.placement.topology import DEFAULT_TOPOLOGY
+from extender.core.preemption.evictions import Eviction
+from extender.core.preemption.preemption import Preemption
+from extender.core.queues.book import QueueBook
+from extender.core.queues.gate import queue_of
+from extender.core.queues.ledger import Ledger, QueueOutcomes
+from extender.core.queues.policy import Policy
+from extender.core.waiting import Ref, WaitingRoom
+
+
+class Engine:
+    def __init__(
+        self,
+        config: GangConfig | None = None,
+        policy: Policy | None = None,
+        scheduler_names: Collection[str] = ("gangplank",),
+    ) -> None:
+        self.config = config or GangConfig()
+        self.outbox = Outbox()  # state changes to tell people (drained by the adapter)
+        self.waiting = WaitingRoom()
+        self.reservations = Reservations(self.outbox, on_planned=self.waiting.planned)
+        self.holder = HoldKeeper(self.config.hold_seconds, self.outbox)
+        self.placer = GangPlacer(self.config, self.reservations, self.holder, self._rank_of)
+        self.preemption = Preemption(
+            self.reservations, self.placer.free_of, self.config.reservation_seconds
+        )
+        self.ledger = Ledger()
+        self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
+        self.line = Line(self)
+        self.scheduler_names = frozenset(scheduler_names)
+        self.policy: Policy | None = None
+        self.book: QueueBook | None = None
+        self.now = 0.0  # the time of the last call that told it (bind carries none)
+        self.set_policy(policy)
+
+    # ---- policy and the book ------------------------------------------
+    def new_book(self, policy: Policy) -> QueueBook:
+        return QueueBook(policy, self.scheduler_names)
+
+    def set_policy(self, policy: Policy | None, book: QueueBook | None = None) -> QueueBook | None:
+        """Use `policy` from now on (None: no queues); refused jobs are looked at again. `book`:
+        one made for `policy` beforehand (counted outside the lock). Returns the book replaced,
+        for the caller to drop outside its lock (freeing a large one takes milliseconds)."""
+        old = self.book
+        self.policy = policy
+        if policy is not None and (book is None or book.policy is not policy):
+            book = self.new_book(policy)
+        self.book = book if policy is not None else None
+        topology = policy.topology if policy is not None else DEFAULT_TOPOLOGY
+        self.placer.auto_hold = policy is None
+        self.placer.topology = self.preemption.topology = topology
+        self.scorer.set_weights(policy.weights if policy is not None else ScoreWeights())
+        self.line.policy_changed = True
+        return old
+
+    def book_for(self, snapshot: Snapshot) -> QueueBook:
+        """The queue book, counted on `snapshot` with what is admitted and not bound yet."""
+        assert self.book is not None
+        reserved, busy = self.ledger.reserved(self.reservations.amounts())
+        self.book.refresh(snapshot, reserved, busy)
+        return self.book
+
+    def queue_of(self, pod: PodInfo) -> tuple[str | None, str]:
+        """(the pod's queue, or None: not queued; why it may not use it, or ""). Needs a policy."""
+        assert self.policy is not None
+        return queue_of(self.policy, pod)
+
+    def sync(self, snapshot: Snapshot, now: float) -> None:
+        """Bring the components up to `now` on `snapshot` (cheap when nothing is due)."""
+        self.reservations.sync(snapshot, now)
+        self.holder.sync(now, self.reservations.jobs())
+        self.waiting.forget_gone(snapshot, now)
+        self.placer.forget(self.waiting.gang_keys())
+
+    # ---- filter ------------------------------------------
+    def filter(
+        self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], now: float, stale: str = ""
+    ) -> FilterResult:
+        self.now = now
+        key = job_key(pod)
+        planned = self.reservations.planned_node(pod) is not None
+        if stale and not planned:
+            queue = self.queue_of(pod)[0] if self.policy is not None else None
+            if not is_single(key) or queue is not None:
+                return self.waiting.wait_for_fresh_view(pod, key, queue, stale, names, now)
+        if self.policy is None:
+            return self.place(snapshot, key, pod, names, now, stale)
+        queue, problem = self.queue_of(pod)
+        self.ledger.asked_again(pod.uid)
+        if problem:
+            return self.refuse(key, pod, names, queue or "", "unknown-queue", problem, now)
+        if queue is None:
+            return self.place(snapshot, key, pod, names, now, stale)
+        if planned:
+            result = self.place(snapshot, key, pod, names, now, stale)
+            if result.passed:
+                self.ledger.admit(key, pod, None, now, planned=True)
+            return result
+        verdict = self.line.verdict(snapshot, key, pod, queue)
+        if verdict is None:  # an invalid or incomplete gang: the gang placer says why
+            return self.place(snapshot, key, pod, names, now, stale)
+        if not verdict.ok:
+            missing = self.line.past_quota(snapshot, key, pod, queue, verdict, now, stale)
+            if missing is not None:
+                reason = f"{verdict.reason}; {missing}" if missing else verdict.reason
+                return self.refuse(key, pod, names, queue, verdict.rule, reason, now)
+        self.waiting.admitted(key)
+        result = self.place(snapshot, key, pod, names, now, stale, queue)
+        if result.passed:
+            self.ledger.admit(key, pod, queue, now, planned=key in self.reservations)
+            members = (pod,) if is_single(key) else snapshot.groups.get(key, (pod,))
+            self.ledger.count(key, queue, min((p.created for p in members), default=now), now)
+        return result
+
+    def place(
+        self,
+        snapshot: Snapshot,
+        key: str,
+        pod: PodInfo,
+        names: Sequence[str],
+        now: float,
+        stale: str = "",
+        queue: str | None = None,
+    ) -> FilterResult:
+        """The gang placer's answer; a gang lacking room may preempt (not on a stale view)."""
+        placed = self._placed(snapshot, pod, names, now)
+        lacks_room = placed.rejection == Rejection.NO_ROOM and placed.gang is not None
+        if (
+            lacks_room
+            and not stale
+            and placed.gang
+            and self.line.make_room(snapshot, placed.gang, queue, now)
+        ):
+            placed = self._placed(snapshot, pod, names, now)
+        result = placed.result
+        if not result.passed and self.policy is not None:
+            reason = next(iter({**result.unresolvable, **result.failed}.values()), "")
+            if reason:
+                self.waiting.note_reason(key, reason, now)
+        return result
+
+    def _placed(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], now: float) -> Placed:
+        self.sync(snapshot, now)
+        placed = self.placer.filter(snapshot, pod, names, now)
+        if placed.gang is not None and placed.rejection is not None:
+            self.waiting.park(placed.gang, pod, placed.rejection, placed.reason, now)
+        plan = self.reservations.get(job_key(pod))
+        if plan is not None and pod.uid in plan.assignments:
+            self.waiting.awaits_victims(pod, plan.key, waits=not placed.result.passed)
+        return placed
+
+    def refuse(
+        self,
+        key: str,
+        pod: PodInfo,
+        names: Sequence[str],
+        queue: str,
+        rule: str,
+        reason: str,
+        now: float,
+    ) -> FilterResult:
+        """`pod`'s job is refused by its queue: it waits, and is told why (once per rule)."""
+        self.hold_back(key, pod, queue, rule, reason, now)
+        self.ledger.refused(queue, rule)
+        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
+
+    def hold_back(
+        self, key: str, pod: PodInfo, queue: str, rule: str, reason: str, now: float
+    ) -> None:
+        if self.waiting.refuse(key, pod, queue, rule, reason, now):
+            self.outbox.queue_held(key, reason, pod)
+
+    def park(self, gang: Gang, pod: PodInfo, kind: Rejection, now: float) -> None:
+        """A member kube-scheduler parked without asking gangplank's filter (its own filters
+        found no room): nudged like a rejected one once its gang can go ahead."""
+        self.waiting.park(gang, pod, kind, "", now)
+
+    # ---- the other verbs ------------------------------------------
+    def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
+        node = self.reservations.planned_node(pod)
+        if node is not None:
+            return NodeScores(0, {node: MAX_SCORE})
+        return self.scorer.scores(snapshot, pod, names)
+
+    def check_bind(self, request: BindRequest) -> BindDecision:
+        return self.reservations.check_bind(request)
+
+    def bound(self, request: BindRequest) -> PodInfo | None:
+        """A pod was bound; returns it as admitted (for the cache to count it before the watch
+        delivers it), or None when gangplank did not admit it."""
+        started = self.reservations.bound(request.uid)
+        if started is not None:
+            self.preemption.started(started, self.now)
+        return self.ledger.bound(request.uid)
+
+    def preempt(
+        self,
+        snapshot: Snapshot,
+        pod: PodInfo,
+        candidates: Mapping[str, Victims],
+        now: float,
+        stale: str = "",
+    ) -> dict[str, Victims]:
+        """kube-scheduler's preemption candidates (for a pod its own filters found no room for),
+        narrowed to what the rules allow. A gang member's whole gang is planned first."""
+        self.now = now
+        if stale:
+            return {}  # no one is evicted on a stale view
+        return self.line.preempt(snapshot, pod, candidates, now)
+
+    # ---- the periodic pass ------------------------------------------
+    def kick_candidates(self, snapshot: Snapshot, now: float, stale: str = "") -> list[Ref]:
+        """Parked pods kube-scheduler should retry now (see `waiting.py`), after the line's
+        work: preemption for its first jobs, the hold for its head."""
+        self.now = now
+        self.sync(snapshot, now)
+        refs = self.waiting.gang_nudges(
+            snapshot,
+            now,
+            self.config.kick_interval_seconds,
+            self._victims_left(snapshot),
+            lambda gang: self.placer.fits_now(snapshot, gang),
+        )
+        refs += self.waiting.handed_in(fresh=not stale)
+        if self.policy is not None:
+            refs += self.line.nudges(snapshot, now, stale)
+        return refs
+
+    def _victims_left(self, snapshot: Snapshot) -> Callable[[str, str], bool | None]:
+        def left(key: str, uid: str) -> bool | None:
+            plan = self.reservations.get(key)
+            if plan is None or uid not in plan.assignments:
+                return None
+            return not plan.leaving(snapshot)
+
+        return left
+
+    def _rank_of(self, snapshot: Snapshot, key: str) -> Rank | None:
+        found = self.waiting.rank_of(key)
+        return rank(snapshot, key, *found) if found is not None else None
+
+    # ---- what the adapters take and ask ------------------------------------------
+    def take_notices(self) -> list[Notice]:
+        """State changes to tell people since the last call (for Events)."""
+        return self.outbox.take()
+
+    def take_evictions(self) -> list[Eviction]:
+        return self.preemption.take_evictions()
+
+    def take_outcomes(self) -> GangOutcomes:
+        plans = self.reservations.take_outcomes()
+        failures, self.placer.failures = self.placer.failures, Counter()
+        return GangOutcomes(plans.planned, plans.expired, failures, plans.start_latencies)
+
+    def take_queue_outcomes(self) -> QueueOutcomes:
+        return self.ledger.take_outcomes()
+
+    def restore_plans(self, snapshot: Snapshot, now: float) -> int:
+        """The plans an earlier process recorded, back in memory (see `recovery.py`)."""
+        return recovery.restore_plans(self, snapshot, now)
+
+    def adopt_pending(self, snapshot: Snapshot, now: float) -> list[Ref]:
+        """Pending pods remembered as their filter would have left them (see `recovery.py`)."""
+        self.now = now
+        return recovery.adopt_pending(self, snapshot, now)
+
+    def records_to_write(self, snapshot: Snapshot, uid: str = "", key: str = "") -> list[ToWrite]:
+        return recovery.records_to_write(self, snapshot, uid, key)
+
+    def reason_of(self, key: str) -> str:
+        return self.waiting.reason_of(key)
+
+    def has_plan(self, key: str) -> bool:
+        return key in self.reservations
+
+    def planned_node(self, pod: PodInfo) -> str | None:
+        return self.reservations.planned_node(pod)
+
+    def reserved_pods(self) -> int:
+        return self.reservations.pods()
+
+    def gang_counts(self, snapshot: Snapshot) -> dict[str, int]:
+        """Gangs waiting, planned, running (all members bound), and partial: running with fewer
+        members than their size and no plan to complete them (should read zero)."""
+        waiting = self.waiting.gang_keys()
+        running = partial_ = 0
+        for key, pods in snapshot.groups.items():
+            if key in self.reservations or key in waiting:
+                continue
+            members = [p for p in pods if p.active]
+            bound = [p for p in members if p.node_name]
+            if members and len(bound) == len(members):
+                running += 1
+            if bound:
+                gang = resolve_gang(snapshot, key)
+                if not gang.problem and len(bound) < gang.size:
+                    partial_ += 1
+        return {
+            "waiting": len(waiting),
+            "planned": len(self.reservations),
+            "running": running,
+            "partial": partial_,
+        }
+
+
+@dataclass
+class GangOutcomes:
+    """What happened to gangs since the adapter last looked (for metrics)."""
+
+    planned: int = 0
+    expired: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    start_latencies: list[float] = field(default_factory=list)

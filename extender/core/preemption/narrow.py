@@ -1,0 +1,83 @@
+"""kube-scheduler's own preemption (the preempt verb), narrowed to what gangplank's rules allow.
+
+kube-scheduler proposes victims for a pod its filters found no node for. A planned job keeps only
+its planned victims on its planned node; any other pod keeps only victims the rules allow — never
+a gang member (a gang goes whole, by gangplank's own plan) — and only nodes where what is kept
+makes room and no PodDisruptionBudget is broken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from extender.core.gangs.plans import Plan
+from extender.core.model.answers import Victims
+from extender.core.model.keys import is_single, job_key
+from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.placement.fit import fits
+from extender.core.preemption.victims import RunningJob, priority_candidates
+from extender.core.queues.policy import PreemptionRules
+
+RulesOf = Callable[[str | None], PreemptionRules]
+QueueOf = Callable[[PodInfo], str | None]
+
+
+def narrow(
+    snapshot: Snapshot,
+    pod: PodInfo,
+    candidates: Mapping[str, Victims],
+    now: float,
+    plan: Plan | None,
+    rules_of: RulesOf,
+    queue_of: QueueOf,
+) -> dict[str, Victims]:
+    """The candidates kept for `pod` (`plan`: its job's plan, if any)."""
+    if plan is not None and pod.uid in plan.assignments:
+        node = plan.assignments[pod.uid]
+        proposed = candidates.get(node)
+        if proposed is None or proposed.pdb_violations:
+            return {}
+        planned = tuple(uid for uid in proposed.uids if plan.victims.get(uid) == node)
+        return {node: Victims(planned, proposed.pdb_violations)} if planned else {}
+    if not is_single(job_key(pod)):
+        return {}  # a gang member without a plan: its gang cannot be made room for
+    queue = queue_of(pod)
+    out: dict[str, Victims] = {}
+    for node_name, proposed in candidates.items():
+        info = snapshot.nodes.get(node_name)
+        if info is None or not proposed.uids or proposed.pdb_violations:
+            continue  # gangplank never breaks a PodDisruptionBudget
+        by_uid = {p.uid: p for p in info.pods}
+        kept = []
+        room = {k: info.allocatable.get(k, 0) - info.requested.get(k, 0) for k in pod.requests}
+        for uid in proposed.uids:
+            victim = by_uid.get(uid)
+            if victim is None or not _alone_may_go(victim, pod, queue, queue_of, rules_of, now):
+                continue
+            kept.append(uid)
+            for name in room:
+                room[name] += victim.requests.get(name, 0)
+        if kept and fits(pod.requests, room):
+            out[node_name] = Victims(tuple(kept), proposed.pdb_violations)
+    return out
+
+
+def _alone_may_go(
+    victim: PodInfo,
+    pod: PodInfo,
+    queue: str | None,
+    queue_of: QueueOf,
+    rules_of: RulesOf,
+    now: float,
+) -> bool:
+    if not is_single(job_key(victim)):
+        return False  # a gang member: the gang goes whole, by gangplank's own plan
+    job = RunningJob(
+        job_key(victim),
+        queue_of(victim),
+        victim.priority,
+        victim.started or victim.created,
+        (victim,),
+        {},
+    )
+    return bool(priority_candidates([job], queue, pod.priority, rules_of, now))
