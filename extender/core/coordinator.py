@@ -33,9 +33,10 @@ from extender.core.placement.topology import DEFAULT_TOPOLOGY
 from extender.core.preemption.preemption import Eviction, Preemption
 from extender.core.preemption.quota_room import QUOTA_RULES
 from extender.core.queues.admission import ADMITTED, Verdict, check_quota, check_state
-from extender.core.queues.book import QueueBook, WaitingJob
+from extender.core.queues.book import QueueBook
 from extender.core.queues.fair_order import fair_order
 from extender.core.queues.policy import Policy
+from extender.core.queues.waiting_jobs import WaitingJob
 
 IN_FLIGHT_SECONDS = 30.0  # an admitted pod counts against its queue this long before it binds
 FORGET_SECONDS = 600.0  # a refused job the cache no longer shows waiting is forgotten after this
