@@ -9,12 +9,12 @@ import pytest
 
 from extender.core.gangs.gang_scheduler import GangScheduler
 from extender.core.preemption.preemption import Preemption
-from extender.core.preemption.victims import (
-    find_victims,
+from extender.core.preemption.victim_candidates import (
     priority_candidates,
     reclaim_candidates,
     running_jobs,
 )
+from extender.core.preemption.victims import find_victims
 from extender.core.queues.policy import PreemptionRules
 from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.kube.convert import pod_from_api

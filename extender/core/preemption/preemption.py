@@ -34,17 +34,14 @@ from extender.core.placement.domains import plan_in_topology
 from extender.core.placement.fit import fits
 from extender.core.placement.planner import FreeOf, PlanAttempt, plan_gang
 from extender.core.preemption.quota_room import admits_once_gone, no_victims_reason
-from extender.core.preemption.victims import (
-    Planner,
-    PreemptionPlan,
+from extender.core.preemption.victim_candidates import (
     RunningJob,
     broken_first,
-    find_victims,
-    placeable_nodes,
     priority_candidates,
     reclaim_candidates,
     running_jobs,
 )
+from extender.core.preemption.victims import Planner, PreemptionPlan, find_victims, placeable_nodes
 from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import Policy, PreemptionRules
 
