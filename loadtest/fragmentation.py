@@ -37,11 +37,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from extender.core.model.snapshot import GpuState
 from extender.core.placement.fragmentation import (
     MIX_SHAPES,
     WHOLE,
     FragmentationCache,
-    GpuState,
     Mix,
     Shape,
     fits,

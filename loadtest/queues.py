@@ -24,7 +24,7 @@ import yaml
 
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from extender.core.report.queue_report import collect_report, render_report
 from extender.kube.binder import StoreBinder
 from extender.observe.metrics import Metrics

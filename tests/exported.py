@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask.testing import FlaskClient
 
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from extender.kube.binder import StoreBinder
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime

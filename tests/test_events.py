@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from extender.core.model.notices import Notice
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from extender.kube.convert import pod_from_api
 from extender.kube.events import ApiEventRecorder
 from tests.builders import gang_pods, gpus, node, nothing_to_preempt, pod, policy_doc, queue

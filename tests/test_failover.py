@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from extender.cache.store import ClusterStore
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from extender.kube.binder import StoreBinder
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from extender.core.queues.fair_order import fair_order
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from tests.builders import gpus, node, policy_doc, queue
 from tests.core_sim import CoreSim
 

@@ -26,7 +26,7 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from extender.kube.binder import StoreBinder
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime

@@ -24,7 +24,7 @@ from extender.core.placement.fragmentation import (
 from extender.core.placement.node_filter import decide_filter
 from extender.core.placement.scoring import PlacementScorer, ScoreWeights, mix_of, rank_scores
 from extender.core.placement.topology import DEFAULT_TOPOLOGY, Constraint, parse_constraint
-from extender.core.queues.policy import PolicyError, parse_policy
+from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.kube.convert import pod_from_api, pod_group_from_api
 from extender.web.wire import prioritize_answer
 from tests.builders import native_member, native_pod_group, node, pod, priority_class

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from extender.cli.main import main
-from extender.core.queues.policy import PolicyError, parse_policy, unknown_resource
+from extender.core.queues.policy_parse import PolicyError, parse_policy
+from extender.core.queues.policy_resources import unknown_resource
 from extender.kube.binder import StoreBinder
 from extender.observe.metrics import Metrics
 from extender.policy.file import PolicyWatcher, load_policy

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler

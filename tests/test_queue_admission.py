@@ -7,7 +7,7 @@ from typing import Any
 from extender.core.engine import Engine
 from extender.core.model.answers import FilterResult
 from extender.core.queues.admission import check_quota
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from extender.kube.convert import pod_from_api
 from tests.builders import (
     gang_pods,

@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from extender.core.queues.book import QueueBook
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from tests.builders import gpus, node, pod, policy_doc, queue
 from tests.cluster import Cluster
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from tests.builders import (
     gang_pods,
     gpus,

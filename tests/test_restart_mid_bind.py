@@ -16,7 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from extender.core.gangs.plan_record import PLAN_ANNOTATION, decode, encode
-from extender.core.queues.policy import Policy, parse_policy
+from extender.core.queues.policy import Policy
+from extender.core.queues.policy_parse import parse_policy
 from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler

@@ -17,7 +17,7 @@ import pytest
 from extender.cli.main import main
 from extender.core.gangs.placer import GangConfig
 from extender.core.queues.fair_order import fair_shares
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from extender.kube.convert import node_from_api
 from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from tests.builders import eviction, gang_pods, gpus, node, pod, policy_doc, queue
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender

@@ -7,13 +7,14 @@ from typing import Any
 import pytest
 
 from extender.core.engine import Engine
-from extender.core.preemption.victims import (
-    find_victims,
+from extender.core.preemption.victim_candidates import (
     priority_candidates,
     reclaim_candidates,
     running_jobs,
 )
-from extender.core.queues.policy import PolicyError, PreemptionRules, parse_policy
+from extender.core.preemption.victims import find_victims
+from extender.core.queues.policy import PreemptionRules
+from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.kube.convert import pod_from_api
 from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
 from tests.cluster import Cluster

@@ -18,7 +18,7 @@ from werkzeug.serving import make_server
 
 from extender.cli.main import main as gangplank
 from extender.core.gangs.hold import Hold
-from extender.core.queues.policy import parse_policy
+from extender.core.queues.policy_parse import parse_policy
 from extender.kube.binder import StoreBinder
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime

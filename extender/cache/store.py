@@ -18,9 +18,15 @@ from typing import TypeVar
 
 from extender.core.model.keys import group_key
 from extender.core.model.resources import GPU, total
-from extender.core.model.snapshot import JobInfo, NodeInfo, PodGroupInfo, PodInfo, Snapshot
+from extender.core.model.snapshot import (
+    GpuState,
+    JobInfo,
+    NodeInfo,
+    PodGroupInfo,
+    PodInfo,
+    Snapshot,
+)
 from extender.core.model.workload import queue_key
-from extender.core.placement.fragmentation import GpuState
 from extender.core.placement.scoring import node_state
 
 _ORIGINS = itertools.count(1)  # each store's `Snapshot.origin`, never reused in a process

@@ -24,9 +24,10 @@ from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.planner import plan_gang
 from extender.core.preemption.quota_room import QUOTA_RULES
 from extender.core.queues.admission import Verdict, check_quota, check_state
-from extender.core.queues.book import QueueBook, WaitingJob
+from extender.core.queues.book import QueueBook
 from extender.core.queues.fair_order import fair_order
 from extender.core.queues.gate import verdict_on_job
+from extender.core.queues.waiting_jobs import WaitingJob
 from extender.core.waiting import Ref
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 
 from extender.core.queues.admission import check_state
-from extender.core.queues.policy import Policy, PolicyError, describe_amounts, parse_policy
+from extender.core.queues.policy import Policy, describe_amounts
+from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.policy.file import load_policy, strict_load_all
 from extender.policy.importer import ImportRefused, import_sources
 

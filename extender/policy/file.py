@@ -21,7 +21,9 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node
 
-from extender.core.queues.policy import Policy, PolicyError, parse_policy, resource_warnings
+from extender.core.queues.policy import Policy
+from extender.core.queues.policy_parse import PolicyError, parse_policy
+from extender.core.queues.policy_resources import resource_warnings
 
 log = logging.getLogger("gangplank.policy")
 

@@ -35,7 +35,8 @@ from typing import Any
 
 from extender.core.model.quantity import QuantityError, exact_quantity
 from extender.core.model.resources import total
-from extender.core.queues.policy import API_VERSION, KIND, resource_amount, unknown_resource
+from extender.core.queues.policy_parse import API_VERSION, KIND
+from extender.core.queues.policy_resources import resource_amount, unknown_resource
 
 NAME_LABEL = "kubernetes.io/metadata.name"
 HIERARCHY = "volcano.sh/hierarchy"

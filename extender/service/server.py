@@ -43,7 +43,7 @@ class GangplankServer(BaseApplication):  # type: ignore[misc]
         from kubernetes.config.config_exception import ConfigException
 
         from extender.cache.static import ClusterFileError
-        from extender.core.queues.policy import PolicyError
+        from extender.core.queues.policy_parse import PolicyError
         from extender.web.app import create_app_from_settings
 
         configure_logging(self.settings.log_level, self.settings.log_format)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from extender.core.queues.policy import PolicyError
+from extender.core.queues.policy_parse import PolicyError
 from extender.policy.file import load_policy
 
 LOG_LEVELS = ("debug", "info", "warning", "error")

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from extender.cli.args import non_negative_float, positive_float, positive_int
-from extender.core.queues.policy import Policy, PolicyError
+from extender.core.queues.policy import Policy
+from extender.core.queues.policy_parse import PolicyError
 from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
 from extender.sim.cluster import ClusterError, load_cluster, node_gpus

@@ -11,7 +11,11 @@ from dataclasses import dataclass, field
 from typing import TypeVar, dataclass_transform
 
 from extender.core.model.resources import Resources
-from extender.core.placement.fragmentation import GpuState
+
+# A node's free GPUs, CPU and memory as placement reads them, a plain tuple so that nodes in the
+# same state share every figure: (gpu model, free cpu milli, free memory MiB, free milli-GPU of
+# each GPU with some free, largest first). See `placement.fragmentation`.
+GpuState = tuple[str, int, int, tuple[int, ...]]
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _R = TypeVar("_R")

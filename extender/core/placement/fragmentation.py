@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-GpuState = tuple[str, int, int, tuple[int, ...]]
+from extender.core.model.snapshot import GpuState
+
 WHOLE = 1000  # milli-GPU in one GPU
 MIX_SHAPES = 64  # the most common shapes make the mix (chosen on the trace, see docs)
 

@@ -24,7 +24,7 @@ from itertools import repeat
 
 from extender.core.model.answers import MAX_SCORE, NEUTRAL_SCORE, NodeScores
 from extender.core.model.resources import GPU
-from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
+from extender.core.model.snapshot import GpuState, NodeInfo, PodInfo, Snapshot
 from extender.core.placement.every_node import NO_FIT, EveryNode, every_node_sent, node_costs, rank
 from extender.core.placement.fit import (
     GPU_PRODUCT,
@@ -39,7 +39,6 @@ from extender.core.placement.fragmentation import (
     DEFAULT_MIX,
     WHOLE,
     FragmentationCache,
-    GpuState,
     Mix,
     Shape,
     fits,

@@ -16,7 +16,7 @@ from extender.core.model.keys import job_key, job_name
 from extender.core.model.quantity import format_amount
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import PodInfo
-from extender.core.preemption.victims import RunningJob
+from extender.core.preemption.victim_candidates import RunningJob
 from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import PreemptionRules
 

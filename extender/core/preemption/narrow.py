@@ -15,7 +15,7 @@ from extender.core.model.answers import Victims
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.fit import fits
-from extender.core.preemption.victims import RunningJob, priority_candidates
+from extender.core.preemption.victim_candidates import RunningJob, priority_candidates
 from extender.core.queues.policy import PreemptionRules
 
 RulesOf = Callable[[str | None], PreemptionRules]

@@ -37,17 +37,14 @@ from extender.core.preemption.evictions import Eviction, EvictionQueue
 from extender.core.preemption.narrow import narrow
 from extender.core.preemption.quota_room import admits_once_gone, no_victims_reason
 from extender.core.preemption.tried import Tried
-from extender.core.preemption.victims import (
-    Planner,
-    PreemptionPlan,
+from extender.core.preemption.victim_candidates import (
     RunningJob,
     broken_first,
-    find_victims,
-    placeable_nodes,
     priority_candidates,
     reclaim_candidates,
     running_jobs,
 )
+from extender.core.preemption.victims import Planner, PreemptionPlan, find_victims, placeable_nodes
 from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import Policy, PreemptionRules
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from extender.core.preemption.victims import RunningJob
+from extender.core.preemption.victim_candidates import RunningJob
 from extender.core.queues.admission import check_quota
 from extender.core.queues.book import QueueBook
 

@@ -10,36 +10,23 @@ work that must borrow anyway is not protected).
 
 It is incremental: the cache groups pods by (queue label, namespace), and a refresh looks again
 only at the groups whose usage or pending pods changed since the last snapshot. The derived
-numbers are rebuilt when anything changed (one pass over the queues).
+numbers are rebuilt when anything changed (one pass over the queues). Pending pods become jobs in
+`waiting_jobs`; what a guarantee is and protects is worked out in `guarantees`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from extender.core.model.keys import is_single, job_key, job_name
 from extender.core.model.resources import Resources
 from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.queues.guarantees import guarantees, protected
 from extender.core.queues.policy import Policy
+from extender.core.queues.waiting_jobs import PendingJobs, QKey, WaitingJob
 
-QKey = tuple[str, str]
 # Always counted (usage, fair shares), whether or not the policy names them.
 TRACKED = frozenset({"nvidia.com/gpu", "cpu", "memory"})
-
-
-@dataclass(frozen=True, slots=True)
-class WaitingJob:
-    key: str
-    queue: str
-    priority: int
-    created: float
-    requests: Mapping[str, int]  # its pending pods together
-    pods: tuple[PodInfo, ...]
-
-    @property
-    def name(self) -> str:
-        return job_name(self.key)
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int], sign: int = 1) -> None:
@@ -67,7 +54,7 @@ class QueueBook:
         self.scheduler_names = frozenset(scheduler_names)
         self.governed = policy.resources  # quota applies to these: some queue names them
         self.tracked = policy.resources | TRACKED  # counted for use and fair shares
-        self.guarantee = _guarantees(policy)
+        self.guarantee = guarantees(policy)
         self._depth = {q: len(policy.path(q)) for q in policy.queues}
         self._paths = {q: policy.path(q) for q in policy.queues}
         self._open = {
@@ -77,7 +64,7 @@ class QueueBook:
         self._seen_usage: Mapping[QKey, Resources] = {}
         self._seen_pending: Mapping[QKey, tuple[PodInfo, ...]] = {}
         self._jobs_of: dict[QKey, list[WaitingJob]] = {}
-        self._single_of: dict[QKey, dict[str, tuple[PodInfo, WaitingJob]]] = {}
+        self._pending_jobs = PendingJobs(self.scheduler_names)
         self._queue_keys: dict[str, set[QKey]] = {q: set() for q in policy.queues}
         self._all_jobs: dict[str, WaitingJob] = {}  # pending jobs in queues, admitted ones too
         self._waiting: dict[str, list[WaitingJob]] = {q: [] for q in policy.queues}
@@ -150,7 +137,7 @@ class QueueBook:
                 continue
             for job in self._jobs_of.get(qkey, ()):
                 self._all_jobs.pop(job.key, None)
-            jobs = self._jobs(qkey, queue, now_pods or ())
+            jobs = self._pending_jobs.jobs(qkey, queue, now_pods or ())
             self._jobs_of[qkey] = jobs
             self._all_jobs.update((j.key, j) for j in jobs)
             self._queue_keys[queue].add(qkey)
@@ -207,44 +194,6 @@ class QueueBook:
             | snapshot.queue_usage.keys()
             | (self._seen_pending.keys() | snapshot.queue_pending.keys())
         )
-
-    def _jobs(self, qkey: QKey, queue: str, pods: Sequence[PodInfo]) -> list[WaitingJob]:
-        grouped: dict[str, list[PodInfo]] = {}
-        jobs = []
-        # A pod alone is a job; it is made again only when the pod object changed.
-        known = self._single_of.get(qkey, {})
-        singles: dict[str, tuple[PodInfo, WaitingJob]] = {}
-        for pod in pods:
-            if pod.scheduler_name not in self.scheduler_names:
-                continue
-            cached = known.get(pod.uid)
-            if cached is not None and cached[0] is pod:
-                singles[pod.uid] = cached
-                jobs.append(cached[1])
-                continue
-            key: str = job_key(pod)
-            if is_single(key):
-                job = WaitingJob(key, queue, pod.priority, pod.created, dict(pod.requests), (pod,))
-                singles[pod.uid] = (pod, job)
-                jobs.append(job)
-            else:
-                grouped.setdefault(key, []).append(pod)
-        self._single_of[qkey] = singles
-        for key, members in grouped.items():
-            requests: dict[str, int] = {}
-            for pod in members:
-                _add(requests, pod.requests)
-            jobs.append(
-                WaitingJob(
-                    key=key,
-                    queue=queue,
-                    priority=max(p.priority for p in members),
-                    created=min(p.created for p in members),
-                    requests=requests,
-                    pods=tuple(members),
-                )
-            )
-        return jobs
 
     def _spread(self, queue: str, name: str, delta: Mapping[str, int]) -> None:
         """Add `delta` to field `name` of the queue and every ancestor."""
@@ -303,27 +252,17 @@ class QueueBook:
                 for resource, amount in self.state[kid].smallest.items():
                     if amount < smallest.get(resource, amount + 1):
                         smallest[resource] = amount
-            protected = dict(self._kids_protected[name])
-            for resource, amount in state.demand.items():
-                room = max(0, guarantee.get(resource, 0) - state.used.get(resource, 0))
-                if smallest.get(resource, 0) > room:
-                    # Every job waiting here needs more than the guarantee has left: each will
-                    # have to borrow like anyone else, so the guarantee holds nothing back for
-                    # them (holding it would leave GPUs idle that nobody here can use, and two
-                    # queues holding for each other would wait forever).
-                    continue
-                owed = min(amount, room)
-                if owed > protected.get(resource, 0):
-                    protected[resource] = owed
-            protected = {k: v for k, v in protected.items() if v}
-            if protected == state.protected:
+            owed = protected(
+                guarantee, state.used, state.demand, smallest, self._kids_protected[name]
+            )
+            if owed == state.protected:
                 continue
             parent = self.policy.queues[name].parent
             if parent is not None:
                 kids = self._kids_protected[parent]
                 _add(kids, state.protected, -1)
-                _add(kids, protected)
-            state.protected = protected
+                _add(kids, owed)
+            state.protected = owed
 
     # ---- questions ------------------------------------------
     def waiting(self, queue: str) -> list[WaitingJob]:
@@ -352,29 +291,3 @@ class QueueBook:
             amount = used.get(resource, 0) + (extra or {}).get(resource, 0)
             best = max(best, amount / total)
         return best / self.policy.queues[queue].weight
-
-
-def _guarantees(policy: Policy) -> dict[str, dict[str, int]]:
-    """Each queue's guarantee; a parent that leaves a resource out guarantees its children's sum."""
-    out: dict[str, dict[str, int]] = {}
-    for name in _bottom_up(policy):
-        spec = policy.queues[name]
-        summed: dict[str, int] = {}
-        for kid in policy.children.get(name, ()):
-            _add(summed, out[kid])
-        out[name] = {**summed, **spec.guarantee}
-    return out
-
-
-def _bottom_up(policy: Policy) -> list[str]:
-    """Children before parents."""
-    order: list[str] = []
-
-    def visit(name: str) -> None:
-        for kid in policy.children.get(name, ()):
-            visit(kid)
-        order.append(name)
-
-    for top in policy.children.get(None, ()):
-        visit(top)
-    return order

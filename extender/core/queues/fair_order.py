@@ -15,8 +15,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection, Iterator
 
-from extender.core.queues.book import QueueBook, WaitingJob
+from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import Policy
+from extender.core.queues.waiting_jobs import WaitingJob
 
 
 def open_leaves(policy: Policy) -> list[str]:
