@@ -4,8 +4,8 @@ of the API server's return, however long it was gone.
 
 kube-scheduler parks a pod every node rejected and retries it only on a cluster event (a pod
 created, an assigned pod deleted, a node added) or when the pod itself is updated; it flushes the
-parked pods every 5 minutes (NOTES.md). gangplank nudges them (an annotation patch) once their job
-may go ahead, but it remembers which pods wait only in memory. The stand-in of
+parked pods every 5 minutes (data/kube-scheduler/NOTES.md). gangplank nudges them (an annotation
+patch) once their job may go ahead, but it remembers which pods wait only in memory. The stand-in of
 tests/scheduler_sim.py has no flush at all: a pod nobody nudges waits for good, and `settle` gives
 up. Everything runs over HTTP: the fake API server, gangplank's real reflectors and app."""
 

@@ -1,7 +1,7 @@
 """Prompt retries: nudge parked gang members once their gang can go ahead.
 
 kube-scheduler parks a pod that every node rejected and retries it only on a cluster event or
-when the pod itself is updated (fixtures/kube-scheduler/NOTES.md). When the last member of a gang
+when the pod itself is updated (tests/data/kube-scheduler/NOTES.md). When the last member of a gang
 is created, kube-scheduler may retry the parked members before gangplank's cache has seen the
 new pod; rejected again, they would wait for the periodic flush (up to 5 minutes). So gangplank
 updates them itself — an annotation patch — as soon as its own view says the gang can be

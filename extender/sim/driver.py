@@ -1,6 +1,6 @@
 """A kube-scheduler stand-in that replays a workload, in simulated time or in real time.
 
-It behaves as ../shared/fixtures/kube-scheduler/NOTES.md describes kube-scheduler v1.36:
+It behaves as tests/data/kube-scheduler/NOTES.md describes kube-scheduler v1.36:
 - one pod at a time, highest priority then oldest first: its own resource and nodeSelector
   filter, then the extender's filter on the nodes left (`NodeNames`), prioritize when more than
   one node passes (the highest score wins, ties at random), then the extender's bind;
