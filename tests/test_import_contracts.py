@@ -47,7 +47,7 @@ class BadImport:
 BAD_IMPORTS = [
     # in a module of its own: in one the adapters import, it would reach them too and break their
     # layers as well (policy -> core -> kube, and policy and kube are independent)
-    BadImport("pure-core", "extender/core/model/stray.py", "import extender.kube.evictor"),
+    BadImport("pure-core", "extender/core/model/stray.py", "import extender.observe.gc_pauses"),
     BadImport("pure-core", "extender/core/placement/fit.py", "import flask"),
     # a lower layer importing a higher one
     BadImport("adapter-layers", "extender/kube/binder.py", "import extender.cache.store"),
@@ -57,6 +57,9 @@ BAD_IMPORTS = [
     BadImport("adapter-layers", "extender/newpackage/__init__.py", ""),
     BadImport("entry-layers", "extender/service/runtime.py", "import extender.web.verbs"),
     BadImport("entry-layers", "extender/sim/http.py", "import extender.cli.main"),
+    BadImport("core-layers", "extender/core/model/keys.py", "import extender.core.gangs.gang"),
+    BadImport("core-layers", "extender/core/gangs/placer.py", "import extender.core.waiting"),
+    BadImport("core-layers", "extender/core/queues/book.py", "import extender.core.engine"),
 ]
 
 
