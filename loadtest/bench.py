@@ -168,7 +168,7 @@ def bench_gangs(store: ClusterStore, names: list[str], calls: int) -> list[str]:
             started = time.perf_counter()
             result = scheduler.filter(snapshot, asking, names, time.time())
             samples.append(time.perf_counter() - started)
-            planned = scheduler.reserved_pods()
+            planned = scheduler.reservations.pods()
         ok = (
             "planned"
             if result.passed

@@ -66,7 +66,7 @@ def test_backfill_admits_a_small_job_that_fits_and_holds_one_that_would_delay_th
     sim.advance(150)  # short finishes at 101: its 8 GPUs are held for the head
     assert late.started is None, "it would take GPUs that freed up for the head"
     snap = sim.cluster.snap()
-    reason = sim.co.reason_of("pod:default/late")
+    reason = sim.co.waiting.reason_of("pod:default/late")
     assert "reserved for gang default/head" in reason, reason
     assert snap.nodes["n1"].requested.get("nvidia.com/gpu", 0) == 0, "n1 is kept for the head"
 

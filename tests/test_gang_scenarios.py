@@ -41,7 +41,7 @@ def test_an_8_pod_gang_on_room_for_6_binds_none_holds_nothing_then_binds_all_on_
         create(api, *gang_pods("train-7", 8, gpu=8))
         scheduler.settle()
         assert scheduler.bound("train-7") == {}
-        assert extender.runtime.scheduler.reserved_pods() == 0
+        assert extender.runtime.scheduler.reservations.pods() == 0
         assert "needs 8 pods of 8 nvidia.com/gpu" in scheduler.reasons["default/train-7-0"]
         # It holds no capacity: other work still runs on the six nodes.
         create(api, pod("notebook", gpu=8))
@@ -66,7 +66,7 @@ def test_two_100_pod_gangs_on_100_one_slot_nodes_end_one_bound_one_pending(
         scheduler.settle(timeout=120)
         counts = sorted([len(scheduler.bound("a-")), len(scheduler.bound("b-"))])
         assert counts == [0, 100]
-        assert extender.runtime.scheduler.reserved_pods() == 0
+        assert extender.runtime.scheduler.reservations.pods() == 0
 
 
 def test_a_job_with_parallelism_4_and_a_queue_label_is_a_gang_of_4(api: FakeApiServer) -> None:

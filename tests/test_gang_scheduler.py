@@ -9,6 +9,7 @@ from extender.core.engine import Engine
 from extender.core.gangs.placer import GangConfig
 from extender.core.model.answers import BindRequest
 from extender.core.placement.planner import plan_gang
+from extender.core.report.counts import gang_counts
 from extender.kube.convert import pod_from_api
 from tests.builders import gang_pods, node, pod
 from tests.cluster import Cluster
@@ -52,7 +53,7 @@ def test_an_incomplete_gang_fails_every_node_saying_how_many_pods_exist() -> Non
     result = gs.filter(cluster.snap(), pod_from_api(members[0]), names(cluster), 0.0)
     assert result.passed == [] and not result.failed
     assert set(result.unresolvable.values()) == {"gang default/train-7: 6 of 8 pods exist"}
-    assert gs.reserved_pods() == 0
+    assert gs.reservations.pods() == 0
 
 
 def test_a_complete_gang_is_planned_whole_and_each_member_passes_only_its_node() -> None:
@@ -62,7 +63,7 @@ def test_a_complete_gang_is_planned_whole_and_each_member_passes_only_its_node()
     kept = filter_all(gs, cluster, members)
     assert all(len(nodes) == 1 for nodes in kept.values())
     assert len({n[0] for n in kept.values()}) == 4, "one 8-GPU member per 8-GPU node"
-    assert gs.reserved_pods() == 4
+    assert gs.reservations.pods() == 4
     scores = gs.scores(cluster.snap(), pod_from_api(members[0]), names(cluster))
     assert scores.of(kept["train-0"][0]) == 10 and scores.default == 0
 
@@ -82,7 +83,7 @@ def test_a_gang_that_does_not_fit_reserves_nothing_and_says_what_is_missing() ->
     reason = next(iter(result.unresolvable.values()))
     assert reason.startswith("gang default/train-7: needs 8 pods of 8 nvidia.com/gpu")
     assert "only 6 fit" in reason
-    assert gs.reserved_pods() == 0
+    assert gs.reservations.pods() == 0
 
 
 def test_reserved_capacity_is_taken_for_other_gangs_and_plain_pods() -> None:
@@ -140,8 +141,8 @@ def test_binding_turns_the_reservation_into_usage_and_only_on_the_planned_node()
     bind(cluster, gs, members[0], planned)
     bind(cluster, gs, members[1], kept["t-1"][0])
     gs.sync(cluster.snap(), 5.0)
-    assert gs.reserved_pods() == 0 and not gs.reservations.jobs()
-    assert gs.gang_counts(cluster.snap())["running"] == 1
+    assert gs.reservations.pods() == 0 and not gs.reservations.jobs()
+    assert gang_counts(gs, cluster.snap())["running"] == 1
     assert gs.take_outcomes().start_latencies
 
 
@@ -315,7 +316,7 @@ def test_a_plan_keeps_the_member_the_cache_has_not_seen_yet() -> None:
     kept = gs.filter(cluster.snap(), pod_from_api(members[1]), names(cluster), 0.0).passed
     cluster.add("pods", pod("unrelated"))  # any change makes the next call sync
     again = gs.filter(cluster.snap(), pod_from_api(members[1]), names(cluster), 1.0).passed
-    assert again == kept and gs.reserved_pods() == 2
+    assert again == kept and gs.reservations.pods() == 2
 
 
 def test_an_extra_member_that_does_not_fit_leaves_the_gangs_plan_standing() -> None:
@@ -324,12 +325,12 @@ def test_an_extra_member_that_does_not_fit_leaves_the_gangs_plan_standing() -> N
     gs = Engine()
     kept = filter_all(gs, cluster, members)
     assert sorted(len(nodes) for nodes in kept.values()) == [0, 1, 1]
-    assert gs.reserved_pods() == 2
+    assert gs.reservations.pods() == 2
     extra = next(name for name, nodes in kept.items() if not nodes)
     raw = next(m for m in members if m["metadata"]["name"] == extra)
     result = gs.filter(cluster.snap(), pod_from_api(raw), names(cluster), 1.0)
     assert "members are placed; no room for this extra pod" in result.unresolvable["n0"]
-    assert gs.reserved_pods() == 2, "the two members keep their reservation"
+    assert gs.reservations.pods() == 2, "the two members keep their reservation"
 
 
 def test_a_replacement_member_is_added_without_moving_the_admitted_ones() -> None:

@@ -143,7 +143,7 @@ def test_non_preemptible_and_budget_protected_pods_survive(api: FakeApiServer) -
         assert not scheduler.bound("urgent")
         assert not [e for e in api.state.evictions if not e[2]], "no eviction for real"
         assert 'outcome="blocked"' in extender.metrics()
-        assert extender.runtime.scheduler.reserved_pods() == 0, (
+        assert extender.runtime.scheduler.reservations.pods() == 0, (
             "a plan on blocked victims is dropped"
         )
 

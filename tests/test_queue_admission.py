@@ -187,10 +187,10 @@ def test_a_4_pod_gang_is_never_admitted_in_part_by_quota() -> None:
             "queue q: nvidia.com/gpu 6 of max 8 in use, gang default/train needs 4"
             + nothing_to_preempt("q")
         )
-    assert co.reserved_pods() == 0
+    assert co.reservations.pods() == 0
     c.delete("pods", blocker)
     assert all(len(decide(co, c, m).passed) == 1 for m in members)
-    assert co.reserved_pods() == 4
+    assert co.reservations.pods() == 4
 
 
 def test_a_planned_gang_counts_against_its_queue_before_it_binds() -> None:

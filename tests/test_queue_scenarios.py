@@ -192,7 +192,7 @@ def test_a_4_pod_gang_is_never_admitted_in_part_by_quota(api: FakeApiServer) -> 
         create(api, *gang_pods("train", 4, gpu=1, labels={QUEUE: "q"}))
         scheduler.settle()
         assert scheduler.bound("train") == {}
-        assert extender.runtime.scheduler.reserved_pods() == 0
+        assert extender.runtime.scheduler.reservations.pods() == 0
         assert scheduler.reasons["default/train-0"] == (
             "queue q: nvidia.com/gpu 6 of max 8 in use, gang default/train needs 4"
             + nothing_to_preempt("q")

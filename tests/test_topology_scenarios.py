@@ -65,7 +65,7 @@ def test_a_32_gpu_gang_with_required_rack_waits_naming_the_largest_rack_then_lan
         assert "required topology rack" in reason
         assert "the largest free rack r1 has room for 3" in reason
         assert "lacks 8 nvidia.com/gpu" in reason
-        assert extender.runtime.scheduler.reserved_pods() == 0
+        assert extender.runtime.scheduler.reservations.pods() == 0
         put_nodes(api, ["r1-3"], label(RACK, "r1"))
         scheduler.settle()
         placed = scheduler.bound("allreduce")
@@ -92,7 +92,7 @@ def test_a_native_podgroup_with_min_count_4_is_held_then_placed_whole_in_its_top
         placed = scheduler.bound("ring")
         assert len(placed) == 4
         assert set(placed.values()) == {"b0", "b1", "b2", "b3"}, "the one rack that holds 4"
-        assert extender.runtime.scheduler.reserved_pods() == 0
+        assert extender.runtime.scheduler.reservations.pods() == 0
 
 
 def test_a_native_podgroup_with_the_basic_policy_schedules_its_pods_one_by_one(

@@ -1,15 +1,13 @@
 """The engine: holds the components and sequences them for each verb; it owns no rule.
 
-    filter     (stale view? the waiting room says wait) → the pod's queue and its verdict
-               (`queues.gate`) → past its quota, preemption may make room (`line.past_quota`)
-               → the gang placer (`gangs.placer`) → lacking room, preemption may plan it
-               → who waits is written in the waiting room; what passed, in the ledger
+    filter     stale view: wait → the pod's queue and its verdict, past its quota preemption
+               may make room (`line.admit`) → the gang placer → lacking room, preemption may
+               plan it → who waits goes in the waiting room; what passed, in the ledger
     prioritize planned node, else the placement scorer
-    preempt    the same gate → preemption's own plan for a gang → kube-scheduler's candidates
-               narrowed (`preemption.narrow`)
+    preempt    the same gate, then kube-scheduler's candidates narrowed (`line.preempt`)
     bind       the reservations check and count the bind; the ledger hands the pod over
-    pass       (`nudges`) the waiting room answers whom to retry; the line (`line.py`) gives
-               the hold to the head of the fair line and lets its first jobs preempt
+    pass       the waiting room answers whom to retry; the line gives the hold to the head of
+               the fair line and lets its first jobs preempt (`line.nudges`)
 
 Components: `Reservations` (plans), `HoldKeeper` (the hold), `GangPlacer` (plans gangs),
 `WaitingRoom` (who waits and why), `Ledger` (admitted, not bound), `QueueBook` (queue usage),
@@ -19,16 +17,14 @@ cluster view may not be trusted, "" while fresh) as arguments.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from functools import partial
 
 from extender.core import recovery
-from extender.core.gangs.gang import Gang, resolve_gang
-from extender.core.gangs.holder import HoldKeeper, Rank, rank
+from extender.core.gangs.holder import HoldKeeper
 from extender.core.gangs.placer import GangConfig, GangPlacer, Placed
 from extender.core.gangs.plan_record import ToWrite
-from extender.core.gangs.reservations import Reservations
+from extender.core.gangs.reservations import GangOutcomes, Reservations
 from extender.core.line import Line
 from extender.core.model.answers import (
     MAX_SCORE,
@@ -62,10 +58,10 @@ class Engine:
     ) -> None:
         self.config = config or GangConfig()
         self.outbox = Outbox()  # state changes to tell people (drained by the adapter)
-        self.waiting = WaitingRoom()
+        self.waiting = WaitingRoom(self.outbox)
         self.reservations = Reservations(self.outbox, on_planned=self.waiting.planned)
         self.holder = HoldKeeper(self.config.hold_seconds, self.outbox)
-        self.placer = GangPlacer(self.config, self.reservations, self.holder, self._rank_of)
+        self.placer = GangPlacer(self.config, self.reservations, self.holder, self.waiting.rank)
         self.preemption = Preemption(
             self.reservations, self.placer.free_of, self.config.reservation_seconds
         )
@@ -133,7 +129,7 @@ class Engine:
         queue, problem = self.queue_of(pod)
         self.ledger.asked_again(pod.uid)
         if problem:
-            return self.refuse(key, pod, names, queue or "", "unknown-queue", problem, now)
+            return self.line.refuse(key, pod, names, queue or "", "unknown-queue", problem, now)
         if queue is None:
             return self.place(snapshot, key, pod, names, now, stale)
         if planned:
@@ -141,21 +137,7 @@ class Engine:
             if result.passed:
                 self.ledger.admit(key, pod, None, now, planned=True)
             return result
-        verdict = self.line.verdict(snapshot, key, pod, queue)
-        if verdict is None:  # an invalid or incomplete gang: the gang placer says why
-            return self.place(snapshot, key, pod, names, now, stale)
-        if not verdict.ok:
-            missing = self.line.past_quota(snapshot, key, pod, queue, verdict, now, stale)
-            if missing is not None:
-                reason = f"{verdict.reason}; {missing}" if missing else verdict.reason
-                return self.refuse(key, pod, names, queue, verdict.rule, reason, now)
-        self.waiting.admitted(key)
-        result = self.place(snapshot, key, pod, names, now, stale, queue)
-        if result.passed:
-            self.ledger.admit(key, pod, queue, now, planned=key in self.reservations)
-            members = (pod,) if is_single(key) else snapshot.groups.get(key, (pod,))
-            self.ledger.count(key, queue, min((p.created for p in members), default=now), now)
-        return result
+        return self.line.admit(snapshot, key, pod, queue, names, now, stale)
 
     def place(
         self,
@@ -169,13 +151,8 @@ class Engine:
     ) -> FilterResult:
         """The gang placer's answer; a gang lacking room may preempt (not on a stale view)."""
         placed = self._placed(snapshot, pod, names, now)
-        lacks_room = placed.rejection == Rejection.NO_ROOM and placed.gang is not None
-        if (
-            lacks_room
-            and not stale
-            and placed.gang
-            and self.line.make_room(snapshot, placed.gang, queue, now)
-        ):
+        gang = placed.gang if placed.rejection == Rejection.NO_ROOM and not stale else None
+        if gang is not None and self.line.make_room(snapshot, gang, queue, now):
             placed = self._placed(snapshot, pod, names, now)
         result = placed.result
         if not result.passed and self.policy is not None:
@@ -193,32 +170,6 @@ class Engine:
         if plan is not None and pod.uid in plan.assignments:
             self.waiting.awaits_victims(pod, plan.key, waits=not placed.result.passed)
         return placed
-
-    def refuse(
-        self,
-        key: str,
-        pod: PodInfo,
-        names: Sequence[str],
-        queue: str,
-        rule: str,
-        reason: str,
-        now: float,
-    ) -> FilterResult:
-        """`pod`'s job is refused by its queue: it waits, and is told why (once per rule)."""
-        self.hold_back(key, pod, queue, rule, reason, now)
-        self.ledger.refused(queue, rule)
-        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
-
-    def hold_back(
-        self, key: str, pod: PodInfo, queue: str, rule: str, reason: str, now: float
-    ) -> None:
-        if self.waiting.refuse(key, pod, queue, rule, reason, now):
-            self.outbox.queue_held(key, reason, pod)
-
-    def park(self, gang: Gang, pod: PodInfo, kind: Rejection, now: float) -> None:
-        """A member kube-scheduler parked without asking gangplank's filter (its own filters
-        found no room): nudged like a rejected one once its gang can go ahead."""
-        self.waiting.park(gang, pod, kind, "", now)
 
     # ---- the other verbs ------------------------------------------
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
@@ -263,26 +214,13 @@ class Engine:
             snapshot,
             now,
             self.config.kick_interval_seconds,
-            self._victims_left(snapshot),
+            partial(self.reservations.victims_gone, snapshot),
             lambda gang: self.placer.fits_now(snapshot, gang),
         )
         refs += self.waiting.handed_in(fresh=not stale)
         if self.policy is not None:
             refs += self.line.nudges(snapshot, now, stale)
         return refs
-
-    def _victims_left(self, snapshot: Snapshot) -> Callable[[str, str], bool | None]:
-        def left(key: str, uid: str) -> bool | None:
-            plan = self.reservations.get(key)
-            if plan is None or uid not in plan.assignments:
-                return None
-            return not plan.leaving(snapshot)
-
-        return left
-
-    def _rank_of(self, snapshot: Snapshot, key: str) -> Rank | None:
-        found = self.waiting.rank_of(key)
-        return rank(snapshot, key, *found) if found is not None else None
 
     # ---- what the adapters take and ask ------------------------------------------
     def take_notices(self) -> list[Notice]:
@@ -293,9 +231,7 @@ class Engine:
         return self.preemption.take_evictions()
 
     def take_outcomes(self) -> GangOutcomes:
-        plans = self.reservations.take_outcomes()
-        failures, self.placer.failures = self.placer.failures, Counter()
-        return GangOutcomes(plans.planned, plans.expired, failures, plans.start_latencies)
+        return self.reservations.take_outcomes(self.placer.take_failures())
 
     def take_queue_outcomes(self) -> QueueOutcomes:
         return self.ledger.take_outcomes()
@@ -311,48 +247,3 @@ class Engine:
 
     def records_to_write(self, snapshot: Snapshot, uid: str = "", key: str = "") -> list[ToWrite]:
         return recovery.records_to_write(self, snapshot, uid, key)
-
-    def reason_of(self, key: str) -> str:
-        return self.waiting.reason_of(key)
-
-    def has_plan(self, key: str) -> bool:
-        return key in self.reservations
-
-    def planned_node(self, pod: PodInfo) -> str | None:
-        return self.reservations.planned_node(pod)
-
-    def reserved_pods(self) -> int:
-        return self.reservations.pods()
-
-    def gang_counts(self, snapshot: Snapshot) -> dict[str, int]:
-        """Gangs waiting, planned, running (all members bound), and partial: running with fewer
-        members than their size and no plan to complete them (should read zero)."""
-        waiting = self.waiting.gang_keys()
-        running = partial_ = 0
-        for key, pods in snapshot.groups.items():
-            if key in self.reservations or key in waiting:
-                continue
-            members = [p for p in pods if p.active]
-            bound = [p for p in members if p.node_name]
-            if members and len(bound) == len(members):
-                running += 1
-            if bound:
-                gang = resolve_gang(snapshot, key)
-                if not gang.problem and len(bound) < gang.size:
-                    partial_ += 1
-        return {
-            "waiting": len(waiting),
-            "planned": len(self.reservations),
-            "running": running,
-            "partial": partial_,
-        }
-
-
-@dataclass
-class GangOutcomes:
-    """What happened to gangs since the adapter last looked (for metrics)."""
-
-    planned: int = 0
-    expired: int = 0
-    failures: Counter[str] = field(default_factory=Counter)
-    start_latencies: list[float] = field(default_factory=list)

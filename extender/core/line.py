@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from extender.core.gangs.gang import Gang, resolve_gang
-from extender.core.model.answers import Victims
+from extender.core.model.answers import FilterResult, Victims
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.rejection import Rejection
 from extender.core.model.snapshot import PodInfo, Snapshot
@@ -42,6 +42,49 @@ class Line:
         self._engine = engine
         self._reclaimed_at = float("-inf")
         self.policy_changed = False
+
+    def admit(
+        self,
+        snapshot: Snapshot,
+        key: str,
+        pod: PodInfo,
+        queue: str,
+        names: Sequence[str],
+        now: float,
+        stale: str,
+    ) -> FilterResult:
+        """A pod of `queue` with no plan yet: its job's verdict, then placement."""
+        engine = self._engine
+        verdict = self.verdict(snapshot, key, pod, queue)
+        if verdict is None:  # an invalid or incomplete gang: the gang placer says why
+            return engine.place(snapshot, key, pod, names, now, stale)
+        if not verdict.ok:
+            missing = self.past_quota(snapshot, key, pod, queue, verdict, now, stale)
+            if missing is not None:
+                reason = f"{verdict.reason}; {missing}" if missing else verdict.reason
+                return self.refuse(key, pod, names, queue, verdict.rule, reason, now)
+        engine.waiting.admitted(key)
+        result = engine.place(snapshot, key, pod, names, now, stale, queue)
+        if result.passed:
+            engine.ledger.admit(key, pod, queue, now, planned=key in engine.reservations)
+            members = (pod,) if is_single(key) else snapshot.groups.get(key, (pod,))
+            engine.ledger.count(key, queue, min((p.created for p in members), default=now), now)
+        return result
+
+    def refuse(
+        self,
+        key: str,
+        pod: PodInfo,
+        names: Sequence[str],
+        queue: str,
+        rule: str,
+        reason: str,
+        now: float,
+    ) -> FilterResult:
+        """`pod`'s job is refused by its queue: it waits, and is told why (once per rule)."""
+        self._engine.waiting.refuse(key, pod, queue, rule, reason, now)
+        self._engine.ledger.refused(queue, rule)
+        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
     def verdict(self, snapshot: Snapshot, key: str, pod: PodInfo, queue: str) -> Verdict | None:
         """The quota verdict on `pod`'s job, whole (None: an invalid or incomplete gang)."""
@@ -132,19 +175,20 @@ class Line:
                     missing = self.past_quota(snapshot, key, pod, queue, verdict, now)
                     if missing is not None:  # its queue would not admit it: no one is evicted
                         reason = f"{verdict.reason}; {missing}" if missing else verdict.reason
-                        engine.refuse(key, pod, (), queue, verdict.rule, reason, now)
+                        self.refuse(key, pod, (), queue, verdict.rule, reason, now)
                         return {}
                     planned = True  # victims chosen so that its queue admits it
         if not planned and not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
             if not gang.ready:
                 # Parked without a filter call (no node had room): nudged once it is complete.
-                engine.park(gang, pod, Rejection.INCOMPLETE, now)
+                engine.waiting.park(gang, pod, Rejection.INCOMPLETE, "", now)
+                engine.placer.count(Rejection.INCOMPLETE)
                 return {}
             if not engine.preemption.plan(
                 snapshot, key, gang.pending, gang.needed, queue, now, policy, book
             ):
-                engine.park(gang, pod, Rejection.NO_ROOM, now)
+                engine.waiting.park(gang, pod, Rejection.NO_ROOM, "", now)
         return engine.preemption.narrow(snapshot, pod, candidates, now, policy, book)
 
     # ---- each pass ------------------------------------------
@@ -215,7 +259,9 @@ class Line:
                     if missing is not None:
                         reason = f"{verdict.reason}; {missing}" if missing else verdict.reason
                         for pod in pending:
-                            engine.hold_back(job.key, pod, job.queue, verdict.rule, reason, now)
+                            engine.waiting.refuse(
+                                job.key, pod, job.queue, verdict.rule, reason, now
+                            )
                 continue
             tried += 1
             needed = len(pending)

@@ -104,7 +104,8 @@ def adopt_pending(engine: Engine, snapshot: Snapshot, now: float) -> list[Ref]:
         if not gang.problem and len(gang.members) < gang.size:
             kind = Rejection.INCOMPLETE
         for pod in pods:
-            engine.park(gang, pod, kind, now)
+            engine.waiting.park(gang, pod, kind, "", now)
+            engine.placer.count(kind)
     return ready
 
 

@@ -21,8 +21,10 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from extender.core.gangs.gang import Gang, resolve_gang
+from extender.core.gangs.holder import Rank, rank
 from extender.core.model.answers import FilterResult
 from extender.core.model.keys import job_name
+from extender.core.model.notices import Outbox
 from extender.core.model.rejection import Rejection
 from extender.core.model.snapshot import PodInfo, Snapshot
 
@@ -57,7 +59,8 @@ class Refused:
 
 
 class WaitingRoom:
-    def __init__(self) -> None:
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox  # QueueHeld is told from here, once per refusal
         self._gangs: dict[str, Waiting] = {}
         self._planned: dict[str, Ref] = {}  # members parked before their plan: nudge now
         self._awaiting: dict[str, tuple[Ref, str]] = {}  # planned, waiting for victims: job
@@ -183,8 +186,8 @@ class WaitingRoom:
         self, key: str, pod: PodInfo, queue: str, rule: str, reason: str | None, now: float
     ) -> bool:
         """`pod`'s job is refused by its queue (to nudge it once it may go; `reason`: what to
-        tell, None to leave the last one); True when that is news (a new refusal, or another
-        rule)."""
+        tell, None to leave the last one). News (a new refusal, or another rule) is told on the
+        pod (QueueHeld); returns whether it was news."""
         entry = self._refused.get(key)
         news = entry is None or entry.rule != rule
         if entry is None or news:
@@ -192,6 +195,8 @@ class WaitingRoom:
         entry.pods[pod.uid] = (pod.namespace, pod.name)
         if reason is not None:
             self._reasons[key] = (reason, now)
+            if news:
+                self._outbox.queue_held(key, reason, pod)
         return news
 
     def admitted(self, key: str) -> Refused | None:
@@ -305,10 +310,10 @@ class WaitingRoom:
         found = waiting.rejected.get(uid) if waiting is not None else None
         return found[1] if found is not None else None
 
-    def rank_of(self, key: str) -> tuple[int, float] | None:
-        """(priority, created) of a waiting gang, for the line."""
+    def rank(self, snapshot: Snapshot, key: str) -> Rank | None:
+        """The place of gang `key` in the line for the hold (None: it does not wait)."""
         waiting = self._gangs.get(key)
-        return (waiting.priority, waiting.created) if waiting is not None else None
+        return rank(snapshot, key, waiting.priority, waiting.created) if waiting else None
 
     def gangs_waiting(self) -> int:
         return len(self._gangs)

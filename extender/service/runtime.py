@@ -25,6 +25,7 @@ from extender.core.model.snapshot import Snapshot
 from extender.core.placement.scoring import mix_of
 from extender.core.preemption.evictions import Eviction
 from extender.core.queues.policy import Policy
+from extender.core.report.counts import gang_counts
 from extender.core.report.pools import Pool, pools
 from extender.core.report.queue_report import collect_report, queue_numbers, render_report
 from extender.core.report.why import (
@@ -214,7 +215,9 @@ class Runtime:
         if listed is None:
             return None
         with self.lock.by("pods"):
-            rows = describe_pods(listed[:limit], self.scheduler.planned_node, self.clock())
+            rows = describe_pods(
+                listed[:limit], self.scheduler.reservations.planned_node, self.clock()
+            )
         return {"pods": rows, "total": len(listed)}
 
     def pool_figures(self) -> list[Pool]:
@@ -364,7 +367,7 @@ class Runtime:
         unrecorded: set[str] = set()
         for key in plans:
             with self.lock.by("plan records"):
-                alive = self.scheduler.has_plan(key)
+                alive = key in self.scheduler.reservations
                 records = self.scheduler.records_to_write(self.store.snapshot(), key=key)
             if not alive:
                 if key in self._waited_for_record:  # it lapsed while its evictions waited
@@ -389,7 +392,8 @@ class Runtime:
 
     def gang_counts(self) -> tuple[dict[str, int], int]:
         with self.lock.by("metrics: gangs"):
-            return self.scheduler.gang_counts(self.store.snapshot()), self.scheduler.reserved_pods()
+            counts = gang_counts(self.scheduler, self.store.snapshot())
+            return counts, self.scheduler.reservations.pods()
 
     def publish(self) -> None:
         """Move what the gang scheduler counted into the metrics."""

@@ -74,6 +74,16 @@ class GangPlacer:
         self._outsiders = OutsiderCheck(reservations, holder)
         self.failures: Counter[str] = Counter()
 
+    def count(self, kind: Rejection) -> None:
+        """A member parked without a filter call (kube-scheduler's preempt verb, a restart), for
+        the metrics as if refused here (a gang lacking room is counted where a plan failed)."""
+        if kind != Rejection.NO_ROOM:
+            self.failures[kind] += 1
+
+    def take_failures(self) -> Counter[str]:
+        failures, self.failures = self.failures, Counter()
+        return failures
+
     def free_of(self, key: str | None, only: Collection[str] | None = None) -> FreeOf:
         """What each node has left for job `key` (None: a pod of no plan)."""
         hold = self._holder.current

@@ -12,6 +12,7 @@ it); a plan not used by its deadline is released.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -32,11 +33,12 @@ def _nobody(key: str, uids: Collection[str], asking: str) -> None:
 
 
 @dataclass
-class PlanOutcomes:
-    """Counted since the adapter last looked (for metrics)."""
+class GangOutcomes:
+    """What happened to gangs since the adapter last looked (for metrics)."""
 
     planned: int = 0
     expired: int = 0
+    failures: Counter[str] = field(default_factory=Counter)  # by rejection, the placer's
     start_latencies: list[float] = field(default_factory=list)
 
 
@@ -55,7 +57,7 @@ class Reservations:
         self.released_version = 0
         self._outbox = outbox
         self._on_planned = on_planned
-        self.outcomes = PlanOutcomes()
+        self.outcomes = GangOutcomes()
         self._synced: tuple[int, float] = (-1, float("-inf"))  # generation, next deadline
 
     # ---- the one install path and the one release path ------------------------------------
@@ -193,6 +195,14 @@ class Reservations:
         """The pods (uids) plans wait for to leave: preemption does not choose them again."""
         return {uid for plan in self._plans.values() for uid in plan.victims}
 
+    def victims_gone(self, snapshot: Snapshot, key: str, uid: str) -> bool | None:
+        """Whether job `key`'s plan for member `uid` waits for no victim now (None: no such
+        plan any more)."""
+        plan = self._plans.get(key)
+        if plan is None or uid not in plan.assignments:
+            return None
+        return not plan.leaving(snapshot)
+
     def counting_on(self, uids: Collection[str]) -> list[str]:
         """The jobs whose plans count on any of these pods leaving."""
         return [k for k, plan in self._plans.items() if not plan.victims.keys().isdisjoint(uids)]
@@ -210,8 +220,10 @@ class Reservations:
     def pods(self) -> int:
         return len(self._by_uid)
 
-    def take_outcomes(self) -> PlanOutcomes:
-        outcomes, self.outcomes = self.outcomes, PlanOutcomes()
+    def take_outcomes(self, failures: Counter[str]) -> GangOutcomes:
+        """What happened since the last call, with the placer's `failures`."""
+        outcomes, self.outcomes = self.outcomes, GangOutcomes()
+        outcomes.failures = failures
         return outcomes
 
     # ---- bind ------------------------------------------

@@ -43,6 +43,7 @@ from extender.core.preemption.victim_candidates import (
     priority_candidates,
     reclaim_candidates,
     running_jobs,
+    runs_lower,
 )
 from extender.core.preemption.victims import Planner, PreemptionPlan, find_victims, placeable_nodes
 from extender.core.queues.book import QueueBook
@@ -209,7 +210,7 @@ class Preemption:
                 snapshot, pods, needed, free, candidates, now, placeable, planner, admits
             )
 
-        if (queue is None or rules_of(queue).within_queue) and _runs_lower(
+        if (queue is None or rules_of(queue).within_queue) and runs_lower(
             snapshot, book, queue, priority
         ):
             lower = running_jobs(
@@ -336,18 +337,3 @@ class Preemption:
         return narrow(
             snapshot, pod, candidates, now, plan, self.rules_of(policy), self._queue_of(book)
         )
-
-
-def _runs_lower(
-    snapshot: Snapshot, book: QueueBook | None, queue: str | None, priority: int
-) -> bool:
-    """Whether any pod of `queue` holding resources has a priority below `priority`, read from
-    the store's per-queue floor (no pod read); true when the snapshot does not keep it."""
-    floors = snapshot.queue_floor
-    if floors is None:
-        return True
-    if book is None:
-        return any(lowest < priority for lowest in floors.values())
-    return any(
-        lowest < priority and book.queue_of_key(qkey) == queue for qkey, lowest in floors.items()
-    )

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import PreemptionRules
 
 SYSTEM_PRIORITY = 1_000_000_000
@@ -213,3 +214,18 @@ def reclaim_candidates(
             room[name] -= amount
         found.append(job)
     return found
+
+
+def runs_lower(
+    snapshot: Snapshot, book: QueueBook | None, queue: str | None, priority: int
+) -> bool:
+    """Whether any pod of `queue` holding resources has a priority below `priority`, read from
+    the store's per-queue floor (no pod read); true when the snapshot does not keep it."""
+    floors = snapshot.queue_floor
+    if floors is None:
+        return True
+    if book is None:
+        return any(lowest < priority for lowest in floors.values())
+    return any(
+        lowest < priority and book.queue_of_key(qkey) == queue for qkey, lowest in floors.items()
+    )

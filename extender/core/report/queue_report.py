@@ -76,7 +76,7 @@ def collect_report(
             continue
         state = book.state[name]
         waiting = [
-            (job, place, line.get(job.key), engine.reason_of(job.key))
+            (job, place, line.get(job.key), engine.waiting.reason_of(job.key))
             for place, job in enumerate(book.waiting(name)[:jobs_per_queue], start=1)
         ]
         queues.append(

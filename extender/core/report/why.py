@@ -12,6 +12,7 @@ from extender.core.model.keys import group_key, is_single, job_key, job_name
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.model.workload import is_managed, queue_label
 from extender.core.queues.policy import Policy
+from extender.core.report.counts import gang_counts
 
 
 def held_pods(snapshot: Snapshot) -> Iterator[PodInfo]:
@@ -87,11 +88,11 @@ def explain(engine: Engine, snapshot: Snapshot, pod: PodInfo, now: float) -> dic
                 parts.append(f"queue {queue}")
         elif problem:
             out["queue_problem"] = problem
-    reason = engine.reason_of(key)
+    reason = engine.waiting.reason_of(key)
     waiting = engine.waiting.gang(key)
     if waiting is not None and waiting.reason:
         reason = waiting.reason
-    state = situation(pod, engine.planned_node(pod))
+    state = situation(pod, engine.reservations.planned_node(pod))
     if not gangplanks(pod, engine.scheduler_names):
         profiles = ", ".join(sorted(engine.scheduler_names))
         state += (
@@ -134,7 +135,7 @@ def explain_unseen(engine: Engine, namespace: str, name: str) -> dict[str, Any] 
     pod is gone): what gangplank answered it, if anything."""
     for key, entry in engine.waiting.refusals():
         if (namespace, name) in entry.pods.values():
-            reason = engine.reason_of(key)
+            reason = engine.waiting.reason_of(key)
             line = (
                 f"pod {namespace}/{name}, queue {entry.queue}; held by its queue ({entry.rule}): "
                 f"{reason}"
@@ -180,8 +181,8 @@ def status(engine: Engine, snapshot: Snapshot, now: float) -> dict[str, Any]:
         for w in sorted(engine.waiting.gangs(), key=lambda w: w.key)
     ]
     return {
-        "gangs": engine.gang_counts(snapshot),
-        "reserved_pods": engine.reserved_pods(),
+        "gangs": gang_counts(engine, snapshot),
+        "reserved_pods": engine.reservations.pods(),
         "plans": plans,
         "hold": hold,
         "waiting_gangs": waiting,
