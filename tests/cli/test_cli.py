@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from extender.cli.main import build_parser
-from tests.test_why_cli import waiting_gang_server
+from tests.cli.test_why_cli import waiting_gang_server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 POLICY = str(ROOT / "policies" / "example.yaml")
 KUEUE = """apiVersion: kueue.x-k8s.io/v1beta1

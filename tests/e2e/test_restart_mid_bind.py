@@ -18,15 +18,15 @@ import pytest
 from extender.core.gangs.plan_record import PLAN_ANNOTATION, decode, encode
 from extender.core.queues.policy import Policy, parse_policy
 from tests.builders import gang_pods, gpus, node, pod, policy_doc, queue
-from tests.fakeapi import FakeApiServer
-from tests.scheduler_sim import Extender, KubeScheduler
-from tests.test_failover import (
+from tests.e2e.test_failover import (
     LEASE,
     assert_no_double_booking,
     assert_nothing_left_behind,
     bound,
     schedule,
 )
+from tests.fakeapi import FakeApiServer
+from tests.scheduler_sim import Extender, KubeScheduler
 
 POLICY = parse_policy(policy_doc(queue("team", guarantee=gpus(64), namespaces=["default"])))
 STARTED = "2026-12-01T00:00:00Z"

@@ -14,7 +14,7 @@ import yaml
 
 from tests.exported import exported_names, exported_text
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 RULES = ROOT / "manifests/monitoring/gangplank-rules.yaml"
 OPERATOR_RULE = ROOT / "manifests/monitoring/prometheusrule.yaml"
 UNIT_TESTS = ROOT / "tests/promtool/alerts_test.yaml"

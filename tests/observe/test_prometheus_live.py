@@ -21,7 +21,7 @@ from extender.observe import dashboard
 from loadtest import live
 from loadtest.live import get
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 RULES = ROOT / "manifests/monitoring/gangplank-rules.yaml"
 pytestmark = pytest.mark.skipif(
     live.PROMETHEUS is None,

@@ -19,7 +19,7 @@ from extender.service.settings import parse_serve_settings
 from tests.builders import gpus, policy_doc, queue
 from tests.conftest import fixture_store
 
-POLICIES = Path(__file__).resolve().parent.parent / "policies"
+POLICIES = Path(__file__).resolve().parents[2] / "policies"
 
 BAD: list[tuple[str, Any, str]] = [
     (
@@ -282,7 +282,7 @@ def test_the_server_logs_a_policys_warnings_when_it_loads_and_reloads_it(
 
     path = tmp_path / "policy.yaml"
     path.write_text("queues: [{name: a, max: {nvidia.com/gpuu: 8}}]\n")
-    cluster = Path(__file__).resolve().parent.parent / "extender/data/demo-cluster.yaml"
+    cluster = Path(__file__).resolve().parents[2] / "extender/data/demo-cluster.yaml"
     settings = parse_serve_settings(["--policy", str(path), "--cluster-file", str(cluster)], {})
     with caplog.at_level(logging.WARNING, logger="gangplank.policy"):
         build_runtime(settings)

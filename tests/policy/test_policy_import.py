@@ -24,9 +24,9 @@ from extender.policy.importer import ImportRefused, import_manifests, import_sou
 from tests.builders import node, pod
 from tests.cluster import Cluster
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / "data" / "policy-import"
-UPSTREAM = Path(__file__).parent / "data" / "upstream"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parents[1] / "data" / "policy-import"
+UPSTREAM = Path(__file__).parents[1] / "data" / "upstream"
 GANGPLANK = Path(sys.executable).parent / "gangplank"  # the console script a user runs
 
 

@@ -249,7 +249,7 @@ def test_not_ready_until_the_first_full_list(tmp_path: Path) -> None:
 def test_mutual_tls_refuses_clients_without_a_certificate(tmp_path: Path) -> None:
     certs = make_certs(tmp_path)
     ca = certs["ca"]
-    cluster_file = Path(__file__).parent.parent / "extender" / "data" / "demo-cluster.yaml"
+    cluster_file = Path(__file__).parents[2] / "extender" / "data" / "demo-cluster.yaml"
     context = ssl.create_default_context(cafile=str(ca))
     context.load_cert_chain(str(certs["client_cert"]), str(certs["client_key"]))
     served = Served(
@@ -280,7 +280,7 @@ def test_mutual_tls_refuses_clients_without_a_certificate(tmp_path: Path) -> Non
 def test_a_home_it_cannot_write_to_leaves_the_start_clean() -> None:
     """As the Deployment runs it: uid 65532, a read-only root filesystem, no home. gunicorn
     writes nothing under $HOME (its control socket is off), so nothing is logged as an error."""
-    cluster_file = Path(__file__).parent.parent / "extender" / "data" / "demo-cluster.yaml"
+    cluster_file = Path(__file__).parents[2] / "extender" / "data" / "demo-cluster.yaml"
     home = cluster_file  # a file: no one, not even root, can make a directory in it
     port = free_port()
     env = {"HOME": str(home), "XDG_RUNTIME_DIR": ""}  # gunicorn would prefer XDG_RUNTIME_DIR

@@ -49,7 +49,7 @@ from extender.sim.workload import (
 from loadtest import simulate_bench
 from tests.builders import gpus, pod_info, policy_doc, queue
 
-DEMO_CLUSTER = Path(__file__).resolve().parent.parent / "extender/data/demo-cluster.yaml"
+DEMO_CLUSTER = Path(__file__).resolve().parents[2] / "extender/data/demo-cluster.yaml"
 
 
 def job(
@@ -255,7 +255,7 @@ def test_bad_arguments_get_a_clear_message_and_exit_code_2(
 
 
 # ---- the fair share a queue's share is measured against --------------------------------------
-EXAMPLE_POLICY = Path(__file__).resolve().parent.parent / "policies/example.yaml"
+EXAMPLE_POLICY = Path(__file__).resolve().parents[2] / "policies/example.yaml"
 
 
 def test_a_queue_s_fair_share_is_its_weight_among_siblings_down_the_tree() -> None:
@@ -378,7 +378,7 @@ def test_one_seed_says_that_it_cannot_tell_noise() -> None:
 
 
 BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def gangplank(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -37,7 +37,7 @@ from tests.cluster import Cluster
 from tests.conftest import fixture_store
 from tests.serving import Served
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPEC_PATH = ROOT / "docs" / "openapi.yaml"
 DEMO_CLUSTER = ROOT / "extender" / "data" / "demo-cluster.yaml"
 BODIES = {
