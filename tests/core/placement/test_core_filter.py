@@ -1,10 +1,9 @@
-"""The core's pass-through decisions and the rule for nodes the cache has not seen."""
+"""The core's pass-through decisions and the rule for nodes the cache has not seen
+(`core/placement/node_filter.py`)."""
 
 from __future__ import annotations
 
-from extender.core.model.answers import clamp_score
 from extender.core.model.snapshot import Snapshot
-from extender.core.model.workload import is_managed
 from extender.core.placement.node_filter import decide_filter
 from tests.builders import node_info, pod_info
 
@@ -22,21 +21,3 @@ def test_a_queued_pod_fails_unknown_nodes_as_resolvable_with_a_reason() -> None:
     assert result.passed == ["n1"]
     assert set(result.failed) == {"n9"} and not result.unresolvable
     assert "ml/w-0" in result.failed["n9"] and "n9" in result.failed["n9"]
-
-
-def test_every_label_source_of_the_design_table_makes_a_pod_managed() -> None:
-    for labels in (
-        {"gangplank.io/gang": "g"},
-        {"scheduling.x-k8s.io/pod-group": "g"},
-        {"kueue.x-k8s.io/pod-group-name": "g"},
-        {"kueue.x-k8s.io/queue-name": "q"},
-        {"volcano.sh/queue-name": "q"},
-        {"yunikorn.apache.org/queue": "q"},
-    ):
-        assert is_managed(pod_info(labels=labels)), labels
-    assert is_managed(pod_info(annotations={"scheduling.k8s.io/group-name": "pg"}))
-    assert not is_managed(pod_info(labels={"app": "web"}))
-
-
-def test_scores_are_integers_from_0_to_10() -> None:
-    assert [clamp_score(s) for s in (-3, 4.6, 99)] == [0, 5, 10]
