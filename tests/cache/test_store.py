@@ -157,12 +157,13 @@ def test_the_freed_generation_moves_only_when_capacity_is_given_back() -> None:
     store = loaded("n1")
     pods = handlers_for(store)["pods"]
     start = store.snapshot().freed_generation
+    allocation = store.snapshot().capacity_generation
     running = pod("w-0", node="n1", gpu=2, phase="Running")
     pods.apply("ADDED", running)
     pods.apply("ADDED", pod("waiting", gpu=1))
     taken = store.snapshot()
     assert taken.freed_generation == start, "a bind and a pod created give nothing back"
-    assert taken.capacity_generation > 0
+    assert taken.capacity_generation == allocation + 1, "the bind changed n1's allocation"
     pods.apply("DELETED", running)
     assert store.snapshot().freed_generation == start + 1
     handlers_for(store)["nodes"].apply("ADDED", node("n2", cpu="32", gpu=8))

@@ -44,6 +44,14 @@ def watches(extender: Extender) -> str:
     )
 
 
+def periodic_passes(extender: Extender) -> float:
+    """How many periodic passes the runtime has made (each holds the decision lock once)."""
+    count = extender.runtime.metrics.registry.get_sample_value(
+        "gangplank_decision_lock_held_seconds_count", {"holder": "periodic pass"}
+    )
+    return count or 0.0
+
+
 def fresh_again(extender: Extender) -> None:
     eventually(
         lambda: extender.runtime.staleness() == "",
@@ -120,7 +128,8 @@ def test_a_stale_view_holds_gangs_and_queued_jobs_evicts_no_one_and_lets_other_p
         # An eviction planned just before the view went stale waits for it to be fresh.
         with extender.runtime.lock:
             extender.runtime.scheduler.preemption.pending.append(eviction("plain"))
-        time.sleep(0.5)  # five passes of the kicker
+        passes = periodic_passes(extender)
+        eventually(lambda: periodic_passes(extender) >= passes + 3, "three periodic passes")
         assert not [e for e in api.state.evictions if not e[2]], "nothing evicted while stale"
         api.come_back()
         fresh_again(extender)

@@ -83,7 +83,7 @@ def test_a_pod_reads_owner_priority_phase_and_deletion() -> None:
     )
     assert info.key == "ml/w-0" and info.priority == 100 and info.node_name == "g1"
     assert info.owner is not None and info.owner.kind == "Job" and info.deleting
-    assert info.created > 0 and info.holds_resources
+    assert info.created == 1_796_115_600.0 and info.holds_resources  # 2026-12-01T09:00:00Z
 
 
 @pytest.mark.parametrize(

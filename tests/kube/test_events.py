@@ -27,6 +27,22 @@ def events(
     return [e for e in api.state.posted_events if e["reason"] == reason]
 
 
+def passes_go_by(extender: Extender, count: int) -> None:
+    """Wait for `count` periodic passes: the notices of each are told as Events after it."""
+
+    def passes() -> float:
+        done = extender.runtime.metrics.registry.get_sample_value(
+            "gangplank_decision_lock_held_seconds_count", {"holder": "periodic pass"}
+        )
+        return done or 0.0
+
+    until = passes() + count
+    deadline = time.monotonic() + 10
+    while passes() < until:
+        assert time.monotonic() < deadline, f"{count} periodic passes not within 10 s"
+        time.sleep(0.05)
+
+
 def test_a_planned_gang_tells_its_members_once(api: FakeApiServer) -> None:
     for i in range(2):
         api.put("nodes", node(f"n{i}", gpu=8, cpu="64"))
@@ -38,7 +54,7 @@ def test_a_planned_gang_tells_its_members_once(api: FakeApiServer) -> None:
         planned = events(api, "GangPlanned", 2)
         assert sorted(e["involvedObject"]["name"] for e in planned) == ["ring-0", "ring-1"]
         assert "gang default/ring: 2 members planned whole on n0, n1" in planned[0]["message"]
-        time.sleep(0.5)
+        passes_go_by(extender, 3)
         assert len(events(api, "GangPlanned", 3, seconds=0.1)) == 2, "once, not per call"
 
 
@@ -59,7 +75,7 @@ def test_a_job_held_by_its_queue_is_told_why_once_however_often_it_is_retried(
                 {"Pod": api.state.objects["pods"]["default/a2"], "NodeNames": ["n0", "n1"]},
             )
         events(api, "QueueHeld", 1)
-        time.sleep(0.5)
+        passes_go_by(extender, 3)
         held = events(api, "QueueHeld", 2, seconds=0.1)
         assert len(held) == 1
         assert held[0]["involvedObject"]["name"] == "a2"

@@ -32,11 +32,27 @@ def traces(tmp_path: Path) -> Path:
     return tmp_path
 
 
+GPUS = 22  # 8 + 8 + 4 + 2
+# Seeded: each policy's GPUs allocated when its first pod failed, and unallocated at 100% load
+# (half GPUs: the trace's shared pods take 500 milli-GPUs).
+EXPECTED = {
+    "random": (19.5, 2.5),
+    "bestfit": (21.5, 0.5),
+    "dotprod": (8.5, 6.5),
+    "gpupacking": (21.5, 0.5),
+    "gpuclustering": (8.5, 6.5),
+    "fgd": (7.5, 0.5),
+    "gangplank": (7.5, 0.5),
+    "gangplank+default": (7.5, 0.5),
+}
+
+
 def test_every_policy_places_the_trace_and_gpu_shares_are_counted_per_gpu(traces: Path) -> None:
-    for policy in fragmentation.POLICIES:
+    assert set(EXPECTED) == set(fragmentation.POLICIES)
+    for policy, (at_first_failure, unallocated) in EXPECTED.items():
         result = fragmentation.simulate(traces, "default", policy, seed=1)
-        assert 0 < result.first_failure_share <= 1, policy
-        assert 0 <= result.unallocated_at_full <= 22, policy
+        assert result.first_failure_share == pytest.approx(at_first_failure / GPUS), policy
+        assert result.unallocated_at_full == pytest.approx(unallocated), policy
         assert result.curve and result.ms_per_pod > 0
 
 

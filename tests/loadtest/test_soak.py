@@ -18,7 +18,7 @@ def test_half_a_minute_of_soak_answers_every_call_and_writes_its_figures(tmp_pat
     result = run(minutes=0.5, rate=20, node_count=8, logs=tmp_path)
     assert result["windows"], "one 30-second window measured"
     window = result["windows"][0]
-    assert window["cpu_waited"] >= 0 and window["probe_worst_ms"] > 0
+    assert window["probe_worst_ms"] > 0
     assert window["gc_share"] > 0, "the worker collects garbage; its pauses are measured"
     assert (tmp_path / "server.log").exists()
     assert result["workload_error"] == "" and result["pair_errors"] == 0

@@ -36,7 +36,7 @@ class Steps:
 @pytest.fixture
 def installed() -> Iterator[tuple[GcPauses, Pauses]]:
     pauses = Pauses()
-    timer = GcPauses(pauses, slow=10.0)
+    timer = GcPauses(pauses, slow=10.0, clock=Steps(0.25))
     timer.install()
     try:
         yield timer, pauses
@@ -49,8 +49,7 @@ def test_each_collection_is_observed_with_its_generation(
 ) -> None:
     _, pauses = installed
     gc.collect(2)
-    generation, seconds = pauses.seen[-1]
-    assert generation == 2 and seconds >= 0
+    assert pauses.seen[-1] == (2, 0.25), "the clock read at its start and at its end"
 
 
 def test_a_pause_past_the_slow_bound_is_logged_with_its_generation_and_length(
