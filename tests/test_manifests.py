@@ -28,7 +28,7 @@ BASE = MANIFESTS / "base"
 PRODUCTION = MANIFESTS / "overlays" / "production"
 K8S_VERSION = "1.36.0"
 # Custom resources, which kubernetes-validate has no schema for: checked by hand below (the
-# PrometheusRule by tests/test_alerts.py)
+# PrometheusRule by tests/observe/test_alerts.py)
 CRD_GROUPS = ("monitoring.coreos.com/",)
 
 Obj = dict[str, Any]

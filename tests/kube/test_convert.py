@@ -1,0 +1,104 @@
+"""A pod's request of its node is computed as kube-scheduler computes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.kube.convert import ConversionError, node_from_api, pod_from_api, pod_requests
+
+
+def container(cpu: str, memory: str = "1Gi", **extra: Any) -> dict[str, Any]:
+    return {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}, **extra}
+
+
+def test_containers_add_up_and_every_pod_takes_one_pod_slot() -> None:
+    spec = {"containers": [container("1"), container("500m", "512Mi")]}
+    assert pod_requests(spec) == {"cpu": 1500, "memory": 2**30 + 2**29, "pods": 1}
+
+
+def test_a_limit_without_a_request_counts_as_the_request() -> None:
+    spec = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
+    assert pod_requests(spec)["nvidia.com/gpu"] == 2
+
+
+def test_an_init_container_larger_than_the_containers_sets_the_request() -> None:
+    spec = {"containers": [container("1")], "initContainers": [container("4")]}
+    assert pod_requests(spec)["cpu"] == 4000
+
+
+def test_sidecars_add_to_containers_and_to_later_init_containers() -> None:
+    spec = {
+        "containers": [container("1")],
+        "initContainers": [container("2", restartPolicy="Always"), container("2")],
+    }
+    # regular 1 + sidecar 2 = 3; the init container runs beside the sidecar: 2 + 2 = 4
+    assert pod_requests(spec)["cpu"] == 4000
+
+
+def test_overhead_is_added_and_pod_level_requests_replace_container_sums() -> None:
+    spec = {
+        "containers": [container("1", "1Gi")],
+        "overhead": {"cpu": "100m"},
+        "resources": {"requests": {"cpu": "3"}},
+    }
+    requests = pod_requests(spec)
+    assert requests["cpu"] == 3100
+    assert requests["memory"] == 2**30
+
+
+def test_a_node_reads_allocatable_labels_taints_and_cordon() -> None:
+    info = node_from_api(
+        {
+            "metadata": {"name": "g1", "labels": {"rack": "r1"}},
+            "spec": {
+                "unschedulable": True,
+                "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
+            },
+            "status": {"allocatable": {"cpu": "8", "nvidia.com/gpu": "4"}},
+        }
+    )
+    assert info.allocatable == {"cpu": 8000, "nvidia.com/gpu": 4}
+    assert info.labels == {"rack": "r1"} and info.unschedulable
+    assert info.taints[0].key == "nvidia.com/gpu"
+
+
+def test_a_pod_reads_owner_priority_phase_and_deletion() -> None:
+    info = pod_from_api(
+        {
+            "metadata": {
+                "name": "w-0",
+                "namespace": "ml",
+                "uid": "u1",
+                "deletionTimestamp": "2026-12-01T10:00:00Z",
+                "creationTimestamp": "2026-12-01T09:00:00Z",
+                "ownerReferences": [
+                    {"kind": "Job", "name": "train", "uid": "j1", "controller": True}
+                ],
+            },
+            "spec": {"containers": [], "priority": 100, "nodeName": "g1"},
+            "status": {"phase": "Running"},
+        }
+    )
+    assert info.key == "ml/w-0" and info.priority == 100 and info.node_name == "g1"
+    assert info.owner is not None and info.owner.kind == "Job" and info.deleting
+    assert info.created == 1_796_115_600.0 and info.holds_resources  # 2026-12-01T09:00:00Z
+
+
+@pytest.mark.parametrize(
+    "raw,message",
+    [
+        ({"metadata": {"name": "x", "creationTimestamp": "yesterday"}}, "not an RFC 3339 time"),
+        ({"metadata": {"name": "x"}, "spec": {"tolerations": ["all"]}}, "tolerations[0]"),
+        ({"metadata": {"name": "x"}, "spec": {"priority": 2**40}}, "int32"),
+    ],
+    ids=[
+        "a creation time that is not a time",
+        "a toleration that is not an object",
+        "a priority beyond int32",
+    ],
+)
+def test_unreadable_pods_name_the_field(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConversionError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        pod_from_api(raw)

@@ -1,0 +1,420 @@
+"""`gangplank policy import`: Kueue and Volcano queues become a policy that means what they
+meant, and what cannot be carried over is said.
+
+The corpus in data/upstream/ has the shapes of Kueue's and Volcano's own examples (each file says
+which one it mirrors); each file is imported and checked for what it maps and what it reports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from extender.cli.main import main
+from extender.core.engine import Engine
+from extender.core.queues.policy_parse import parse_policy
+from extender.kube.convert import pod_from_api
+from extender.policy.importer import ImportRefused, import_manifests, import_sources
+from tests.builders import node, pod
+from tests.cluster import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parents[1] / "data" / "policy-import"
+UPSTREAM = Path(__file__).parents[1] / "data" / "upstream"
+GANGPLANK = Path(sys.executable).parent / "gangplank"  # the console script a user runs
+
+
+def run(capsys: pytest.CaptureFixture[str], *files: str) -> tuple[int, dict[str, Any], str]:
+    code, doc, _, err = run_text(capsys, *files)
+    return code, doc, err
+
+
+def run_text(
+    capsys: pytest.CaptureFixture[str], *files: str
+) -> tuple[int, dict[str, Any], str, str]:
+    """Exit code, the policy printed, the text printed (comments and all), stderr."""
+    code = main(["policy", "import", *files])
+    captured = capsys.readouterr()
+    return code, yaml.safe_load(captured.out) or {}, captured.out, captured.err
+
+
+def queues_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {q["name"]: q for q in doc.get("queues") or []}
+
+
+@dataclass
+class Upstream:
+    """An upstream-shaped file and what importing it must give: the queues (each with at least
+    these fields, as written in the output), lines of the `Mapped` header and notes of what is
+    not mapped (substrings)."""
+
+    file: str
+    queues: dict[str, dict[str, Any]]
+    mapped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+NO_RECLAIM = {"withinQueue": False, "reclaimable": False}
+CORPUS = [
+    Upstream(
+        "kueue/single-clusterqueue-setup.yaml",
+        {
+            "cluster-queue": {
+                "guarantee": {"cpu": "9", "memory": "36Gi", "pods": "5"},
+                "max": {"cpu": "9", "memory": "36Gi", "pods": "5"},
+                "aliases": ["default/user-queue"],
+                "preemption": NO_RECLAIM,
+            }
+        },
+        mapped=[
+            "ClusterQueue cluster-queue: the pods quota is kept: gangplank counts one `pods` per "
+            "pod",
+            "ClusterQueue cluster-queue: in no cohort, so Kueue lets it borrow nothing: max = "
+            "its nominal quota",
+            "ClusterQueue cluster-queue: withinQueue: false (withinClusterQueue Never, Kueue's "
+            "default), reclaimable: false (in no cohort)",
+        ],
+        notes=[
+            "ResourceFlavor default-flavor (kueue.x-k8s.io/v1beta1) skipped",
+            "ClusterQueue cluster-queue: namespaceSelector {} (every namespace) not mapped",
+        ],
+    ),
+    Upstream(
+        "kueue/shared-quota-setup.yaml",
+        {
+            "team-cluster-queue": {
+                "guarantee": {"cpu": "18"},
+                "max": {"cpu": "18"},
+                "aliases": ["default/team-queue"],
+            }
+        },
+        notes=[
+            "ClusterQueue team-cluster-queue: cpu_credits left out: no pod asks for it (a virtual "
+            "resource",
+            "ClusterQueue team-cluster-queue: flavors on-demand, spot merged into one quota",
+        ],
+    ),
+    Upstream(
+        "kueue/admission-fair-sharing-setup.yaml",
+        {"cluster-queue": {"guarantee": {"cpu": "9"}, "aliases": ["default/lq-a", "default/lq-b"]}},
+        notes=[
+            "ClusterQueue cluster-queue: queueingStrategy StrictFIFO not mapped",
+            "ClusterQueue cluster-queue: admissionScope not mapped",
+            "LocalQueue default/lq-a: fairSharing.weight 1 not mapped (a LocalQueue becomes an "
+            "alias of queue cluster-queue",
+            "LocalQueue default/lq-b: fairSharing.weight 1 not mapped",
+        ],
+    ),
+    Upstream(
+        "kueue/hierarchical-cohorts.yaml",
+        {
+            "root-cohort": {"max": {"cpu": "37", "memory": "100Gi", "nvidia.com/gpu": "16"}},
+            "important-org": {
+                "parent": "root-cohort",
+                "weight": 0.75,
+                "guarantee": {"cpu": "33", "memory": "84Gi", "nvidia.com/gpu": "16"},
+            },
+            "regular-org": {"parent": "root-cohort", "weight": 0.25},
+            "team-a-cq": {
+                "parent": "important-org",
+                "weight": 2,
+                "max": {"nvidia.com/gpu": "16"},
+                "preemption": {"withinQueue": True, "reclaimable": True},
+            },
+            "team-b-cq": {
+                "state": "closed",
+                "preemption": {"withinQueue": False, "reclaimable": True},
+            },
+            "batch-cq": {"parent": "regular-org", "state": "closed"},
+        },
+        mapped=[
+            "Cohort important-org: fairSharing.weight 0.75 -> weight 0.75",
+            "Cohort regular-org: fairSharing.weight 0.25 -> weight 0.25",
+            "ClusterQueue team-a-cq: fairSharing.weight 2 -> weight 2",
+            "ClusterQueue team-b-cq: stopPolicy Hold -> state closed (admitted work runs on)",
+            "ClusterQueue team-a-cq: withinQueue: true (withinClusterQueue LowerPriority), "
+            "reclaimable: true (reclaimWithinCohort of batch-cq LowerPriority)",
+            "Cohort root-cohort: max = what its tree is guaranteed",
+        ],
+        notes=[
+            "ClusterQueue batch-cq: stopPolicy HoldAndDrain became state closed: nothing new is "
+            "admitted, but what runs is not evicted as Kueue would",
+            "ClusterQueue team-a-cq: flavorFungibility not mapped (gangplank has no flavors)",
+            "ClusterQueue batch-cq: borrowWithinCohort LowerPriority not mapped",
+            "ClusterQueue team-a-cq: reclaim differs: in gangplank every queue reclaims what this "
+            "one borrows, at any priority; in Kueue only batch-cq LowerPriority",
+        ],
+    ),
+    Upstream(
+        "volcano/hierarchical-jobs-queues.yaml",
+        {
+            "root": {},
+            "root-eng": {"parent": "root", "weight": 2},
+            "root-eng-prod": {"parent": "root-eng", "weight": 8},
+            "root-eng-dev": {"parent": "root-eng", "weight": 2},
+            "root-sci": {"parent": "root", "weight": 8},
+            "root-sci-prod": {"parent": "root-sci", "weight": 8},
+            "root-sci-dev": {"parent": "root-sci", "weight": 2},
+        },
+        mapped=[
+            "root: the top of Volcano's queue tree -> a parent queue",
+            "volcano.sh/hierarchy root/eng -> parent queue root-eng of root-eng-prod, root-eng-dev",
+            "Queue root-eng-prod: weight 8 from volcano.sh/hierarchy-weights (hierarchical DRF); "
+            "spec.weight 1 (the proportion plugin's) not used",
+        ],
+    ),
+    Upstream(
+        "volcano/capacity-hierarchical-queues.yaml",
+        {
+            "root": {"max": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "16"}},
+            "engineering": {"parent": "root", "weight": 3, "max": {"nvidia.com/gpu": "16"}},
+            "eng-backend": {"parent": "engineering", "guarantee": {"nvidia.com/gpu": "8"}},
+            "test": {"parent": "root", "preemption": {"reclaimable": False}, "max": {"cpu": "2"}},
+            "retired": {"parent": "root", "state": "closed"},
+        },
+        notes=["Queue eng-backend: guarantee.resource not mapped; deserved is used"],
+    ),
+    Upstream(
+        "volcano/dequeue-strategies-queues.yaml",
+        {
+            name: {"weight": 10, "max": {"cpu": "4", "memory": "8Gi"}}
+            for name in ("fifo-queue", "traverse-queue", "default-queue")
+        },
+        mapped=["Queue traverse-queue: volcano.sh/dequeue-strategy traverse is gangplank's order"],
+        notes=["Queue fifo-queue: volcano.sh/dequeue-strategy fifo not mapped"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "case",
+    CORPUS,
+    ids=[f"{c.file} maps its queues and reports what it does not carry over" for c in CORPUS],
+)
+def test_an_upstream_example_is_imported_with_what_it_maps_and_what_it_reports(
+    case: Upstream, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, doc, out, err = run_text(capsys, str(UPSTREAM / case.file))
+    assert code == 0, err
+    parse_policy(doc, case.file)
+    queues = queues_of(doc)
+    assert set(queues) == set(case.queues), "no queue missing, none made up"
+    for name, fields in case.queues.items():
+        assert {k: queues[name].get(k) for k in fields} == fields, name
+    mapped = out.partition("# Mapped (the meaning kept, and how):\n")[2].split("# Not mapped")[0]
+    for line in case.mapped:
+        assert f"#   - {line}" in mapped, line
+    for note in case.notes:
+        assert f"not mapped: {note}" in err, note
+        assert f"#   - {note}" in out, note
+
+
+def test_every_upstream_shaped_file_says_which_upstream_example_it_mirrors() -> None:
+    files = sorted(UPSTREAM.rglob("*.yaml"))
+    assert {str(f.relative_to(UPSTREAM)) for f in files} == {c.file for c in CORPUS}
+    for path in files:
+        assert path.read_text().startswith("# Mirrors "), path
+
+
+def gangplank(*args: str) -> subprocess.CompletedProcess[str]:
+    """`gangplank ARGS...` as a user runs it: the console script, in a process of its own (this
+    checkout's code first on its path)."""
+    return subprocess.run(
+        [str(GANGPLANK), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+
+
+def test_gangplank_policy_import_as_a_user_runs_it_prints_the_tree_and_what_it_mapped() -> None:
+    done = gangplank("policy", "import", str(UPSTREAM / "volcano/hierarchical-jobs-queues.yaml"))
+    assert done.returncode == 0, done.stderr
+    policy = parse_policy(yaml.safe_load(done.stdout))
+    assert policy.path("root-sci-dev") == ("root-sci-dev", "root-sci", "root")
+    assert policy.queues["root-sci"].weight == 8 and policy.queues["root-eng"].weight == 2
+    assert done.stdout.startswith("# Imported by `gangplank policy import` from ")
+    assert "#   - volcano.sh/hierarchy root/sci -> parent queue root-sci" in done.stdout
+
+
+def test_two_files_defining_the_same_queue_are_refused_naming_both() -> None:
+    kueue = UPSTREAM / "kueue"
+    first, second = (
+        kueue / "single-clusterqueue-setup.yaml",
+        kueue / "admission-fair-sharing-setup.yaml",
+    )
+    done = gangplank("policy", "import", str(first), str(second))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"gangplank policy import: ClusterQueue cluster-queue is defined in {first} and in "
+        f"{second}; import each object once\n"
+    )
+
+
+def local_queue(namespace: str, name: str, target: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {"clusterQueue": target},
+    }
+
+
+def cluster_queue(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def volcano_queue(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def gpu_quota(nominal: Any) -> list[dict[str, Any]]:
+    resources = [{"name": "nvidia.com/gpu", "nominalQuota": nominal}]
+    return [
+        {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "a", "resources": resources}]}
+    ]
+
+
+REFUSED = [
+    (
+        "the same LocalQueue in two files",
+        [
+            ("a.yaml", [cluster_queue("cq"), local_queue("ml", "team", "cq")]),
+            ("b.yaml", [local_queue("ml", "team", "cq")]),
+        ],
+        "LocalQueue ml/team is defined in a.yaml and in b.yaml",
+    ),
+    (
+        "a ClusterQueue and a Volcano queue of one name",
+        [("kueue.yaml", [cluster_queue("ml")]), ("volcano.yaml", [volcano_queue("ml")])],
+        "ClusterQueue ml (kueue.yaml) and Queue ml (volcano.yaml) would both be queue ml",
+    ),
+    (
+        "two ClusterQueues that become one queue name",
+        [("a.yaml", [cluster_queue("team.a"), cluster_queue("team-a")])],
+        "ClusterQueue team.a (a.yaml) and ClusterQueue team-a (a.yaml) would both be queue team-a",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "sources,message", [r[1:] for r in REFUSED], ids=[f"{r[0]} is refused" for r in REFUSED]
+)
+def test_an_object_imported_twice_is_refused_naming_both_places(
+    sources: list[tuple[str, list[dict[str, Any]]]], message: str
+) -> None:
+    with pytest.raises(ImportRefused) as err:
+        import_sources(sources)
+    assert message in str(err.value)
+
+
+def test_a_fraction_of_a_gpu_or_a_zero_weight_is_reported_not_rounded() -> None:
+    imported = import_manifests(
+        [cluster_queue("cq", resourceGroups=gpu_quota("2.5"), fairSharing={"weight": "0"})]
+    )
+    assert "guarantee" not in imported.queues["cq"]
+    assert "ClusterQueue cq: nvidia.com/gpu '2.5' is not a whole number" in "\n".join(
+        imported.notes
+    )
+    assert any("fairSharing.weight 0 not mapped" in n for n in imported.notes)
+
+
+def test_an_imported_pods_quota_holds_the_queue_to_that_many_pods(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, doc, _ = run(capsys, str(UPSTREAM / "kueue/single-clusterqueue-setup.yaml"))
+    coordinator = Engine(policy=parse_policy(doc))
+    label = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    running = [pod(f"r{i}", node="n0", phase="Running", labels=label) for i in range(5)]
+    cluster = Cluster(nodes=[node("n0", cpu="64", gpu=0)], pods=running)
+    result = coordinator.filter(
+        cluster.snap(), pod_from_api(pod("sixth", labels=label)), ["n0"], 0.0
+    )
+    assert not result.passed
+    assert "queue cluster-queue: pods 5 of max 5 in use" in set(result.unresolvable.values()).pop()
+
+
+# ---- the older, hand-written inputs ----------------------------------------
+
+
+def test_kueue_cluster_queues_cohorts_and_local_queues_become_a_valid_policy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, doc, err = run(capsys, str(DATA / "kueue.yaml"))
+    assert code == 0, err
+    policy = parse_policy(doc)
+    team_a = policy.queues["team-a-cq"]
+    assert team_a.parent == "research"
+    assert team_a.guarantee["nvidia.com/gpu"] == 12, "nominal quotas of both flavors"
+    assert team_a.max == {"nvidia.com/gpu": 24}, "nominal + borrowingLimit"
+    assert team_a.namespaces == ("team-a",)
+    assert policy.resolve("user-queue", "team-a") == ("team-a-cq", ""), "the LocalQueue label"
+    assert policy.resolve("user-queue", "team-b") == ("team-b-cq", "")
+    assert policy.queues["team-b-cq"].state == "closed", "stopPolicy HoldAndDrain, noted"
+    assert policy.queues["research"].guarantee["nvidia.com/gpu"] == 36, "8 own + 12 + 16"
+    assert policy.rules("team-b-cq").reclaimable, "team-a-cq reclaims within the cohort"
+    assert not policy.rules("team-a-cq").reclaimable, "team-b-cq does not (Kueue's default)"
+    for note in (
+        "flavors a100, h100 merged",
+        "lendingLimit of nvidia.com/gpu not mapped",
+        "stopPolicy HoldAndDrain became state closed",
+        "namespaceSelector {} (every namespace) not mapped",
+    ):
+        assert note in err
+
+
+def test_volcano_queues_become_a_valid_policy_with_their_tree_weights_and_states(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, doc, err = run(capsys, str(DATA / "volcano.yaml"))
+    assert code == 0, err
+    policy = parse_policy(doc)
+    assert policy.queues["ml"].parent == "root", "Volcano's root is the top of the tree"
+    assert policy.queues["ml"].weight == 2
+    assert policy.queues["ml-vision"].parent == "ml"
+    assert policy.queues["ml-vision"].guarantee == {"nvidia.com/gpu": 16}, "deserved"
+    assert policy.queues["ml-vision"].max == {"nvidia.com/gpu": 32}, "capability"
+    assert policy.queues["adhoc"].state == "closed"
+    assert policy.queues["adhoc"].parent == "root", "no parent: root's child, as in Volcano"
+    assert "guarantee.resource not mapped; deserved is used" in err
+    assert policy.rules("ml-vision").reclaimable is False, "Volcano reclaimable: false"
+
+
+def test_both_sources_at_once_and_unmappable_input_is_reported() -> None:
+    documents = [
+        *yaml.safe_load_all((DATA / "kueue.yaml").read_text()),
+        *yaml.safe_load_all((DATA / "volcano.yaml").read_text()),
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+        volcano_queue("Odd.Name", capability={"nvidia.com/gpu": "lots"}),
+    ]
+    imported = import_manifests(documents)
+    assert "odd-name" in imported.queues
+    assert imported.queues["odd-name"]["aliases"] == ["Odd.Name"]
+    assert any("nvidia.com/gpu 'lots' is not a quantity" in n for n in imported.notes)
+    assert any("ConfigMap x (v1) skipped" in n for n in imported.notes)
+
+
+def test_import_of_nothing_it_knows_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert main(["policy", "import", str(empty)]) == 2
+    assert "no Kueue or Volcano queues found" in capsys.readouterr().err
