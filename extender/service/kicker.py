@@ -5,7 +5,8 @@ when the pod itself is updated (fixtures/kube-scheduler/NOTES.md). When the last
 is created, kube-scheduler may retry the parked members before gangplank's cache has seen the
 new pod; rejected again, they would wait for the periodic flush (up to 5 minutes). So gangplank
 updates them itself — an annotation patch — as soon as its own view says the gang can be
-planned. Only while its kube-scheduler is the leader: the other replica's pods are not parked.
+planned. Only while its kube-scheduler is the leader (`kube/leader.py`): the other replica's pods
+are not parked.
 
 What it remembers of parked pods lives in memory, so when it starts, when its scheduler takes the
 Lease, and when its view is fresh again after an outage, the core is asked once about every
@@ -19,92 +20,21 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-import orjson
 from kubernetes.client.exceptions import ApiException
+
+from extender.kube.leader import Leadership
 
 log = logging.getLogger("gangplank.kick")
 T = TypeVar("T")
 
 RETRY_ANNOTATION = "gangplank.io/retry-at"
 MAX_NUDGES_PER_PASS = 500  # at most this many patches a pass (a pass every 0.5 s)
-
-
-class Leadership(Protocol):
-    def is_leader(self) -> bool: ...
-
-    def last_known(self) -> bool:
-        """The last answer, without asking the API server (for metrics)."""
-        ...
-
-
-class AlwaysLeader:
-    """A scheduler that runs without leader election is always the one scheduling."""
-
-    def is_leader(self) -> bool:
-        return True
-
-    def last_known(self) -> bool:
-        return True
-
-
-class LeaseLeadership:
-    """Leader while the scheduler's Lease is held by this pod (holderIdentity `<pod>_<uuid>`)."""
-
-    def __init__(
-        self,
-        coordination: Any,
-        namespace: str,
-        name: str,
-        identity: str,
-        cache_seconds: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._api = coordination
-        self._namespace = namespace
-        self._name = name
-        self._identity = identity
-        self._cache_seconds = cache_seconds
-        self._clock = clock
-        self._checked = float("-inf")
-        self._leader = False
-
-    def last_known(self) -> bool:
-        return self._leader
-
-    def is_leader(self) -> bool:
-        now = self._clock()
-        if now - self._checked < self._cache_seconds:
-            return self._leader
-        self._checked = now
-        try:
-            response = self._api.read_namespaced_lease(
-                self._name, self._namespace, _preload_content=False, _request_timeout=(2, 3)
-            )
-            holder = (orjson.loads(response.data).get("spec") or {}).get("holderIdentity") or ""
-            response.release_conn()  # `.data` read the whole body
-        except ApiException as err:
-            if err.status != 404:
-                log.warning(
-                    "cannot read Lease %s/%s: HTTP %s", self._namespace, self._name, err.status
-                )
-            holder = ""
-        except Exception as err:  # API server unreachable: keep the last answer
-            log.warning("cannot read Lease %s/%s: %s", self._namespace, self._name, err)
-            return self._leader
-        self._leader = holder == self._identity or holder.startswith(f"{self._identity}_")
-        return self._leader
-
-
-def default_identity() -> str:
-    return os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or ""
 
 
 class Patcher(Protocol):

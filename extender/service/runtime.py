@@ -38,21 +38,13 @@ from extender.core.report.why import (
 from extender.kube.binder import ApiBinder, Binder, StoreBinder
 from extender.kube.events import ApiEventRecorder, EventRecorder, LogEventRecorder
 from extender.kube.evictor import ApiEvictor, Evictor, LogEvictor
+from extender.kube.leader import AlwaysLeader, Leadership, LeaseLeadership, default_identity
 from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.observe.gc_pauses import GcPauses
 from extender.observe.metrics import Metrics
 from extender.policy.file import PolicyWatcher, load_policy, log_warnings
 from extender.service.decision_lock import DecisionLock
-from extender.service.kicker import (
-    AlwaysLeader,
-    ApiPatcher,
-    Kicker,
-    Leadership,
-    LeaseLeadership,
-    LogPatcher,
-    Patcher,
-    default_identity,
-)
+from extender.service.kicker import ApiPatcher, Kicker, LogPatcher, Patcher
 from extender.service.settings import Settings
 
 REDISCOVER_SECONDS = 3.0  # how often a PodGroup kind that pods wait for is looked for again
