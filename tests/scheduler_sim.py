@@ -38,7 +38,8 @@ from extender.kube.evictor import ApiEvictor
 from extender.kube.leader import AlwaysLeader, LeaseLeadership
 from extender.observe.metrics import Metrics
 from extender.service.kicker import ApiPatcher
-from extender.service.runtime import Runtime, build_reflectors
+from extender.service.runtime import Runtime
+from extender.service.watches import build_reflectors
 from extender.web.app import create_app
 from tests.fakeapi import FakeApiServer
 

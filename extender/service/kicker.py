@@ -10,10 +10,10 @@ are not parked.
 
 What it remembers of parked pods lives in memory, so when it starts, when its scheduler takes the
 Lease, and when its view is fresh again after an outage, the core is asked once about every
-pending pod of the profile (`Coordinator.adopt_pending`, wired in `Runtime`): kube-scheduler may
-hold pods parked that this process never saw filtered, and without a nudge they would wait for
-its 5-minute flush. Nudges go out at most `max_per_pass` a pass; the rest follow in the next
-passes.
+pending pod of the profile (`Coordinator.adopt_pending`, in `service/periodic.py`):
+kube-scheduler may hold pods parked that this process never saw filtered, and without a nudge
+they would wait for its 5-minute flush. Nudges go out at most `max_per_pass` a pass; the rest
+follow in the next passes. The thread runs the periodic pass (`service/periodic.py`).
 """
 
 from __future__ import annotations
