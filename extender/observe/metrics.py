@@ -111,7 +111,9 @@ class Metrics:
         self.periodic_errors = Counter(
             "gangplank_periodic_errors",
             "Steps of gangplank's periodic pass that raised (logged with a traceback; the pass "
-            "goes on), by step: every, leadership, lead-taken, pass, nudge, events.",
+            "goes on), by step: every, adopt, rediscover, leadership, lead-taken, pass, "
+            "restore-plans, learn-mix, decide, record-plans, evictions, evict, publish, nudge, "
+            "events.",
             ["step"],
             registry=r,
         )
@@ -206,6 +208,10 @@ class Metrics:
             buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 21600),
             registry=r,
         )
+
+    def periodic_error(self, step: str) -> None:
+        """A step of the periodic pass raised (see extender/service/periodic.py)."""
+        self.periodic_errors.labels(step).inc()
 
     def evicted(self, queue: str, rule: str, outcome: str, pods: int) -> None:
         self.evictions.labels(queue, rule, outcome).inc(pods)

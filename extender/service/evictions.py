@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from extender.cache.store import ClusterStore
 from extender.core.coordinator import Coordinator
@@ -18,6 +19,7 @@ from extender.kube.evictor import Evictor
 from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
+from extender.service.kicker import run_step
 
 log = logging.getLogger("gangplank")
 
@@ -33,6 +35,7 @@ class Evictions:
         lock: DecisionLock,
         metrics: Metrics,
         clock: Callable[[], float],
+        on_error: Callable[[str], None],
     ) -> None:
         self.evictor = evictor
         self.recorder = recorder
@@ -41,33 +44,36 @@ class Evictions:
         self.lock = lock
         self.metrics = metrics
         self.clock = clock
+        self._on_error = on_error  # a victim job's eviction raised (step "evict")
         self._waited_for_record: set[str] = set()  # plans whose evictions wait for their record
 
     def carry_out(self, evictions: list[Eviction]) -> None:
+        """Each victim job is its own step ("evict"): one that raises leaves the others going."""
         evictions = self._recorded_first(evictions)
         jobs: dict[str, list[Eviction]] = {}
         for eviction in evictions:
             jobs.setdefault(eviction.job, []).append(eviction)
         for pods in jobs.values():
-            outcome = self.evictor.evict(pods)
-            first = pods[0]
-            log.info(
-                "%s %d pod(s) of %s (%s, queue %s): %s",
-                outcome,
-                len(pods),
-                first.job.split(":", 1)[1],
-                first.rule,
-                first.queue or "-",
-                first.message,
-            )
-            self.metrics.evicted(first.queue, first.rule, outcome, len(pods))
-            if outcome in ("blocked", "failed"):
-                with self.lock.by("eviction refused"):
-                    self.scheduler.preemption.refused({e.uid for e in pods}, self.clock())
-            if outcome == "evicted":
-                self.metrics.gpu_seconds_lost(
-                    first.queue, first.rule, sum(e.gpu_seconds for e in pods)
-                )
+            run_step("evict", partial(self._evict, pods), self._on_error)
+
+    def _evict(self, pods: list[Eviction]) -> None:
+        outcome = self.evictor.evict(pods)
+        first = pods[0]
+        log.info(
+            "%s %d pod(s) of %s (%s, queue %s): %s",
+            outcome,
+            len(pods),
+            first.job.split(":", 1)[1],
+            first.rule,
+            first.queue or "-",
+            first.message,
+        )
+        self.metrics.evicted(first.queue, first.rule, outcome, len(pods))
+        if outcome in ("blocked", "failed"):
+            with self.lock.by("eviction refused"):
+                self.scheduler.preemption.refused({e.uid for e in pods}, self.clock())
+        if outcome == "evicted":
+            self.metrics.gpu_seconds_lost(first.queue, first.rule, sum(e.gpu_seconds for e in pods))
 
     def _recorded_first(self, evictions: list[Eviction]) -> list[Eviction]:
         """The evictions whose preemptor's plan is recorded in the cluster (written now when it

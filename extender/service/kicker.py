@@ -13,7 +13,8 @@ Lease, and when its view is fresh again after an outage, the core is asked once 
 pending pod of the profile (`Coordinator.adopt_pending`, in `service/periodic.py`):
 kube-scheduler may hold pods parked that this process never saw filtered, and without a nudge
 they would wait for its 5-minute flush. Nudges go out at most `max_per_pass` a pass; the rest
-follow in the next passes. The thread runs the periodic pass (`service/periodic.py`).
+follow in the next passes. The thread runs the periodic pass (`service/periodic.py`) step by
+step (`run_step`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,18 @@ T = TypeVar("T")
 
 RETRY_ANNOTATION = "gangplank.io/retry-at"
 MAX_NUDGES_PER_PASS = 500  # at most this many patches a pass (a pass every 0.5 s)
+
+
+def run_step(step: str, work: Callable[[], T], on_error: Callable[[str], None]) -> T | None:
+    """One step of the periodic pass: what it returns, or None when it raised. The exception is
+    logged with its traceback and counted (`on_error(step)`); the caller goes on with its next
+    step: a bug in one never silences the others, nor the passes after it."""
+    try:
+        return work()
+    except Exception:
+        log.exception("periodic pass: step %r failed; the pass goes on", step)
+        on_error(step)
+        return None
 
 
 class Patcher(Protocol):
@@ -148,12 +161,7 @@ class Kicker:
         return len(refs)
 
     def _step(self, step: str, work: Callable[[], T]) -> T | None:
-        try:
-            return work()
-        except Exception:
-            log.exception("periodic pass: step %r failed; the pass goes on", step)
-            self._on_error(step)
-            return None
+        return run_step(step, work, self._on_error)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="kicker", daemon=True)

@@ -6,26 +6,33 @@ nudges, reclaim planning) under the lock, the plans made since are recorded, the
 core queued are carried out (`service/evictions.py`), and what the core counted goes into the
 metrics; once the nudges are out, its notices become Events. Leading or not: the pending pods are
 looked through once the first full lists are in, and a PodGroup kind that pods wait for is looked
-for again.
+for again. Each of these is a step (`kicker.run_step`): one that raises is logged with its
+traceback and counted in `gangplank_periodic_errors_total{step}`, and the others still run.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 from extender.cache.handlers import POD_GROUP_KINDS
 from extender.cache.store import ClusterStore
 from extender.core.coordinator import Coordinator
+from extender.core.gangs.plan_record import ToWrite
 from extender.core.model.notices import Notice
 from extender.core.model.snapshot import Snapshot
 from extender.core.placement.scoring import mix_of
+from extender.core.preemption.preemption import Eviction
 from extender.kube.events import EventRecorder, tell
 from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
 from extender.service.evictions import Evictions
+from extender.service.kicker import run_step
 from extender.service.readiness import Readiness
 
 REDISCOVER_SECONDS = 3.0  # how often a PodGroup kind that pods wait for is looked for again
@@ -35,6 +42,18 @@ LEARN_SECONDS = 60.0  # how often the mix of job shapes placement scores keep ro
 CATCH_UP_SECONDS = 1.0
 
 log = logging.getLogger("gangplank")
+T = TypeVar("T")
+
+
+@dataclass
+class Decided:
+    """What the core's part of a pass handed out (nothing when that step raised)."""
+
+    refs: list[tuple[str, str]] = field(default_factory=list)  # pods to nudge
+    evictions: list[Eviction] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    records: Sequence[ToWrite] = ()  # plans' records to write ahead of their first bind
+    snapshot: Snapshot | None = None
 
 
 class PeriodicPass:
@@ -52,9 +71,10 @@ class PeriodicPass:
         metrics: Metrics,
         leading: Callable[[], bool],
         publish: Callable[[], None],
+        on_error: Callable[[str], None],
     ) -> None:
         """`leading`: the last answer of the leader election (no API call); `publish`: moves what
-        the core counted into the metrics."""
+        the core counted into the metrics; `on_error(step)`: a step raised."""
         self.store = store
         self.scheduler = scheduler
         self.lock = lock
@@ -66,6 +86,7 @@ class PeriodicPass:
         self.metrics = metrics
         self.leading = leading
         self.publish = publish
+        self._on_error = on_error
         self._learned_at = float("-inf")
         self._rediscovered_at = float("-inf")
         self._untold: list[tuple[list[Notice], Snapshot]] = []
@@ -78,16 +99,31 @@ class PeriodicPass:
         self._adopted: list[tuple[str, str]] = []  # pods it found may go ahead, to nudge
         self._was_stale = False
 
+    def _step(self, step: str, work: Callable[[], T]) -> T | None:
+        return run_step(step, work, self._on_error)
+
     def every(self) -> None:
         """Work of every pass, leading or not."""
-        self.adopt_at_start()
-        self.rediscover()
+        self._step("adopt", self.adopt_at_start)
+        self._step("rediscover", self.rediscover)
 
     def kick_candidates(self) -> list[tuple[str, str]]:
         """The periodic pass (only while this replica's scheduler leads): holds, nudges,
-        reclaim planning, and the evictions planned since the last pass."""
-        self.restore_plans()
-        self.learn_mix()
+        reclaim planning, and the evictions planned since the last pass. Returns the pods to
+        nudge."""
+        self._step("restore-plans", self.restore_plans)
+        self._step("learn-mix", self.learn_mix)
+        decided = self._step("decide", self.decide) or Decided()
+        # plans made since the last pass are recorded ahead of their first bind
+        self._step("record-plans", partial(self.record, decided.records))
+        self._step("evictions", partial(self.evictions.carry_out, decided.evictions))
+        if decided.snapshot is not None:
+            self._untold.append((decided.notices, decided.snapshot))
+        self._step("publish", self.publish)
+        return decided.refs
+
+    def decide(self) -> Decided:
+        """The core's part of the pass, under the lock."""
         stale = self.readiness.staleness()
         if self._was_stale and not stale:  # fresh again: what was parked meanwhile may go ahead
             self._adopt_at = min(self._adopt_at, time.monotonic() + CATCH_UP_SECONDS)
@@ -108,14 +144,13 @@ class PeriodicPass:
             evictions = [] if keep else self.scheduler.take_evictions()
             notices = self.scheduler.take_notices()
             records = self.scheduler.records_to_write(snapshot)
-        try:  # plans made since the last pass are recorded ahead of their first bind
+        return Decided(refs, evictions, notices, records, snapshot)
+
+    def record(self, records: Sequence[ToWrite]) -> None:
+        try:
             self.recorder.write(records)
         except RecordError as err:
             log.debug("plans recorded at the next bind instead: %s", err)
-        self.evictions.carry_out(evictions)
-        self._untold.append((notices, snapshot))
-        self.publish()
-        return refs
 
     def restore_plans(self) -> None:
         """Once the cache holds the whole cluster (after a start, and again on taking the

@@ -93,6 +93,7 @@ class Runtime:
         patcher = patcher or LogPatcher()
         self.recorder = PlanRecorder(patcher)
         leadership = leadership or AlwaysLeader()
+        on_error = metrics.periodic_error
         self.reports = Reports(store, self.scheduler, self.gangs, self.lock, metrics, clock)
         self.readiness = Readiness(
             self.reflectors,
@@ -115,11 +116,13 @@ class Runtime:
                 lock=self.lock,
                 metrics=metrics,
                 clock=clock,
+                on_error=on_error,
             ),
             events=events or LogEventRecorder(),
             metrics=metrics,
             leading=leadership.last_known,
             publish=self.reports.publish,
+            on_error=on_error,
         )
         self.kicker = Kicker(
             self.periodic.kick_candidates,
@@ -130,7 +133,7 @@ class Runtime:
             after=self.periodic.tell_untold,
             every=self.periodic.every,
             on_lead=self.periodic.lead_taken,
-            on_error=lambda step: metrics.periodic_errors.labels(step).inc(),
+            on_error=on_error,
         )
         metrics.watch_cache(store.counts, self.readiness.contacts, stale=self.staleness)
         metrics.watch_gangs(self.reports.gang_counts)
