@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from extender.cache.store import ClusterStore
 from extender.core.coordinator import Coordinator
@@ -21,7 +21,7 @@ from extender.core.report.why import (
     list_pods,
     status,
 )
-from extender.observe.metrics import Metrics
+from extender.observe.metrics import Metrics, QueueFigure
 from extender.service.decision_lock import DecisionLock
 
 
@@ -57,9 +57,10 @@ class Reports:
             )
         return render_report(raw)
 
-    def queue_metrics(self) -> list[dict[str, Any]]:
+    def queue_metrics(self) -> list[QueueFigure]:
         with self.lock.by("metrics: queues"):
-            return queue_numbers(self.scheduler, self.store.snapshot(), time.time())
+            figures = queue_numbers(self.scheduler, self.store.snapshot(), time.time())
+        return cast(list[QueueFigure], figures)  # the core types them dict[str, Any]
 
     def status_figures(self) -> dict[str, Any]:
         with self.lock.by("status"):
