@@ -107,7 +107,7 @@ def bench_queues(
     queued_runtime = Runtime(store, StoreBinder(), Metrics(), preloaded=True)
     plain_runtime = Runtime(store, StoreBinder(), Metrics(), preloaded=True)
     started = time.perf_counter()
-    queued_runtime.set_policy(policy)
+    queued_runtime.policy_switch.set_policy(policy)
     first = time.perf_counter() - started
     count_samples, switch_samples = [], []
     for _ in range(5):
@@ -171,7 +171,7 @@ def bench_queues(
 
     def kick() -> None:
         handlers["pods"].apply("MODIFIED", one_pod)
-        queued_runtime.kick_candidates()
+        queued_runtime.periodic.kick_candidates()
 
     rows.append(
         f"| the periodic pass (fair line head, hold, quota nudges), {QUEUES:,} queues, every "

@@ -136,7 +136,7 @@ def bench_watch(nodes: list[Obj], pods: list[Obj], rounds: int = 3) -> dict[str,
     handlers["pods"].replace(pods)
     store.snapshot()
     gc.collect()
-    gc.freeze()  # as the server does once its cache is loaded (Runtime._settle_heap)
+    gc.freeze()  # as the server does once its cache is loaded (Readiness._settle_heap)
     version = 10**8
     churn = status_churn(pods[:20000], version)
     names = [n["metadata"]["name"] for n in nodes]

@@ -2,8 +2,8 @@
 
 Simulated time, event by event: jobs (single pods or gangs) arrive, are scheduled, run their
 duration and finish. On every cluster event the pending pods are tried in kube-scheduler's order
-(priority, then creation) with kube-scheduler's own resource fit first, then the coordinator's
-filter; a pod that passes is bound to the first node kept. Between events the coordinator's
+(priority, then creation) with kube-scheduler's own resource fit first, then the engine's
+filter; a pod that passes is bound to the first node kept. Between events the engine's
 periodic work runs (`kick_candidates`: holds, nudges) as the kicker thread would.
 """
 
@@ -93,7 +93,7 @@ class CoreSim:
         }
 
     def _evict(self) -> None:
-        """Carry out the evictions the coordinator planned (the runtime's evictor, at once)."""
+        """Carry out the evictions the engine planned (the runtime's evictor, at once)."""
         for eviction in self.co.take_evictions():
             for job in self.jobs.values():
                 match = [p for p in job.pods if p["metadata"]["uid"] == eviction.uid]

@@ -35,9 +35,11 @@ from extender.kube.binder import ApiBinder
 from extender.kube.convert import pod_requests, resource_list
 from extender.kube.events import ApiEventRecorder
 from extender.kube.evictor import ApiEvictor
+from extender.kube.leader import AlwaysLeader, LeaseLeadership
 from extender.observe.metrics import Metrics
-from extender.service.kicker import AlwaysLeader, ApiPatcher, LeaseLeadership
-from extender.service.runtime import Runtime, build_reflectors
+from extender.service.kicker import ApiPatcher
+from extender.service.runtime import Runtime
+from extender.service.watches import build_reflectors
 from extender.web.app import create_app
 from tests.fakeapi import FakeApiServer
 

@@ -1,8 +1,9 @@
 """Kubernetes Events on pods, for the person running `kubectl describe pod`.
 
 `post_pod_event` writes one Event (core/v1, as kube-scheduler's own FailedScheduling ones);
-`ApiEventRecorder` turns the core's notices into Events on the job's pods — the first few
-waiting members of a gang, not thousands — rate-limited (a token bucket) so that a storm of state
+`tell` picks the pods a notice of the core is told on (its job's, waiting ones first), and
+`ApiEventRecorder` turns the notice into Events on them — the first few waiting members of a
+gang, not thousands — rate-limited (a token bucket) so that a storm of state
 changes cannot flood the API server; what the limit drops is counted and logged, never retried.
 """
 
@@ -11,12 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from extender.core.model.notices import Notice
-from extender.core.model.snapshot import PodInfo
+from extender.core.model.snapshot import PodInfo, Snapshot
 
 log = logging.getLogger("gangplank.events")
 PODS_PER_NOTICE = 8
@@ -119,3 +120,20 @@ class ApiEventRecorder:
                 warning=notice.warning,
             )
         return written
+
+
+def tell(
+    events: EventRecorder,
+    notices: Iterable[Notice],
+    snapshot: Snapshot,
+    written: Callable[[int], None],
+) -> None:
+    """Events on the pods of each job a notice is about: its waiting pods first. `written` is
+    told how many Events each notice gave."""
+    for notice in notices:
+        if notice.pod is not None:
+            pods = [notice.pod]
+        else:
+            pods = [p for p in snapshot.groups.get(notice.job, ()) if p.active]
+            pods.sort(key=lambda p: (p.node_name is not None, p.created, p.name))
+        written(events.record(notice, pods))

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:  # what the core counts and reports, read here
+    from extender.core.gangs.reservations import GangOutcomes as Outcomes
+    from extender.core.preemption.preemption import PreemptionOutcomes
+    from extender.core.queues.ledger import QueueOutcomes
+    from extender.core.queues.policy import Policy
+    from extender.core.report.pools import Pool
 
 # Server time of a call: tens of microseconds for a pass-through pod, up to seconds for a bad day.
 LATENCY_BUCKETS = (
@@ -32,6 +39,18 @@ LATENCY_BUCKETS = (
     2.5,
     5.0,
 )
+
+
+class QueueFigure(TypedDict):
+    """One queue's figures, in base units (`core/report/queue_report.py: queue_numbers`)."""
+
+    queue: str
+    share: float
+    pending_jobs: int
+    oldest_pending_seconds: float
+    failing_jobs: int
+    waiting_longer_than: Mapping[str, int]  # jobs waiting longer than a threshold (5m, 1h, 6h)
+    by_resource: Mapping[str, Mapping[str, int]]  # guarantee, max, usage, ... -> resource -> amount
 
 
 class Metrics:
@@ -65,7 +84,7 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self._lock_children: dict[str, tuple[Any, Any]] = {}
+        self._lock_children: dict[str, tuple[Histogram, Histogram]] = {}
         self.gc_pause = Histogram(
             "gangplank_gc_pause_seconds",
             "How long each garbage collection stopped the worker, by generation.",
@@ -111,7 +130,9 @@ class Metrics:
         self.periodic_errors = Counter(
             "gangplank_periodic_errors",
             "Steps of gangplank's periodic pass that raised (logged with a traceback; the pass "
-            "goes on), by step: every, leadership, lead-taken, pass, nudge, events.",
+            "goes on), by step: every, adopt, rediscover, leadership, lead-taken, pass, "
+            "restore-plans, learn-mix, decide, record-plans, evictions, evict, publish, nudge, "
+            "events.",
             ["step"],
             registry=r,
         )
@@ -207,13 +228,17 @@ class Metrics:
             registry=r,
         )
 
+    def periodic_error(self, step: str) -> None:
+        """A step of the periodic pass raised (see extender/service/periodic.py)."""
+        self.periodic_errors.labels(step).inc()
+
     def evicted(self, queue: str, rule: str, outcome: str, pods: int) -> None:
         self.evictions.labels(queue, rule, outcome).inc(pods)
 
     def gpu_seconds_lost(self, queue: str, rule: str, seconds: float) -> None:
         self.lost.labels(queue, rule).inc(seconds)
 
-    def record_preemption(self, outcomes: Any) -> None:
+    def record_preemption(self, outcomes: PreemptionOutcomes) -> None:
         for seconds in outcomes.waits_before:
             self.preemption_wait.labels("before").observe(seconds)
         for seconds in outcomes.waits_after:
@@ -232,7 +257,7 @@ class Metrics:
         """One garbage collection (see extender/observe/gc_pauses.py)."""
         self._gc_children[min(generation, 2)].observe(seconds)
 
-    def policy_loaded(self, policy: Any) -> None:
+    def policy_loaded(self, policy: Policy | None) -> None:
         self.policy_valid.set(1)
         self.policy_queues.set(len(policy.queues) if policy is not None else 0)
         if policy is not None:
@@ -243,7 +268,7 @@ class Metrics:
         self.policy_valid.set(0)
         self.policy_reloads.labels("refused").inc()
 
-    def record_queue_outcomes(self, outcomes: Any) -> None:
+    def record_queue_outcomes(self, outcomes: QueueOutcomes) -> None:
         for queue, count in outcomes.admitted.items():
             self.admissions.labels(queue).inc(count)
         for (queue, rule), count in outcomes.refused.items():
@@ -251,10 +276,10 @@ class Metrics:
         for queue, seconds in outcomes.waits:
             self.admission_wait.labels(queue).observe(seconds)
 
-    def watch_queues(self, figures: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+    def watch_queues(self, figures: Callable[[], Iterable[QueueFigure]]) -> None:
         self.registry.register(_QueueCollector(figures))
 
-    def record_gang_outcomes(self, outcomes: Any) -> None:
+    def record_gang_outcomes(self, outcomes: Outcomes) -> None:
         self.plans.inc(outcomes.planned)
         self.expired.inc(outcomes.expired)
         for reason, count in outcomes.failures.items():
@@ -262,7 +287,7 @@ class Metrics:
         for seconds in outcomes.start_latencies:
             self.start_latency.observe(seconds)
 
-    def watch_pools(self, figures: Callable[[], Iterable[Any]]) -> None:
+    def watch_pools(self, figures: Callable[[], Iterable[Pool]]) -> None:
         self.registry.register(_PoolCollector(figures))
 
     def watch_leader(self, leading: Callable[[], bool]) -> None:
@@ -343,7 +368,7 @@ _QUEUE_GAUGES = {
 
 
 class _QueueCollector(Collector):
-    def __init__(self, figures: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+    def __init__(self, figures: Callable[[], Iterable[QueueFigure]]) -> None:
         self._figures = figures
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
@@ -391,7 +416,7 @@ class _QueueCollector(Collector):
 
 
 class _PoolCollector(Collector):
-    def __init__(self, figures: Callable[[], Iterable[Any]]) -> None:
+    def __init__(self, figures: Callable[[], Iterable[Pool]]) -> None:
         self._figures = figures
 
     def collect(self) -> Iterable[GaugeMetricFamily]:

@@ -1,34 +1,35 @@
 """Prompt retries: nudge parked gang members once their gang can go ahead.
 
 kube-scheduler parks a pod that every node rejected and retries it only on a cluster event or
-when the pod itself is updated (tests/data/kube-scheduler/NOTES.md). When the last member of a gang
+when the pod itself is updated (fixtures/kube-scheduler/NOTES.md). When the last member of a gang
 is created, kube-scheduler may retry the parked members before gangplank's cache has seen the
 new pod; rejected again, they would wait for the periodic flush (up to 5 minutes). So gangplank
 updates them itself — an annotation patch — as soon as its own view says the gang can be
-planned. Only while its kube-scheduler is the leader: the other replica's pods are not parked.
+planned. Only while its kube-scheduler is the leader (`kube/leader.py`): the other replica's pods
+are not parked.
 
 What it remembers of parked pods lives in memory, so when it starts, when its scheduler takes the
 Lease, and when its view is fresh again after an outage, the core is asked once about every
-pending pod of the profile (`Engine.adopt_pending`, wired in `Runtime`): kube-scheduler may
-hold pods parked that this process never saw filtered, and without a nudge they would wait for
-its 5-minute flush. Nudges go out at most `max_per_pass` a pass; the rest follow in the next
-passes.
+pending pod of the profile (`Engine.adopt_pending`, in `service/periodic.py`):
+kube-scheduler may hold pods parked that this process never saw filtered, and without a nudge
+they would wait for its 5-minute flush. Nudges go out at most `max_per_pass` a pass; the rest
+follow in the next passes. The thread runs the periodic pass (`service/periodic.py`) step by
+step (`run_step`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-import orjson
 from kubernetes.client.exceptions import ApiException
+
+from extender.kube.leader import Leadership
 
 log = logging.getLogger("gangplank.kick")
 T = TypeVar("T")
@@ -37,74 +38,16 @@ RETRY_ANNOTATION = "gangplank.io/retry-at"
 MAX_NUDGES_PER_PASS = 500  # at most this many patches a pass (a pass every 0.5 s)
 
 
-class Leadership(Protocol):
-    def is_leader(self) -> bool: ...
-
-    def last_known(self) -> bool:
-        """The last answer, without asking the API server (for metrics)."""
-        ...
-
-
-class AlwaysLeader:
-    """A scheduler that runs without leader election is always the one scheduling."""
-
-    def is_leader(self) -> bool:
-        return True
-
-    def last_known(self) -> bool:
-        return True
-
-
-class LeaseLeadership:
-    """Leader while the scheduler's Lease is held by this pod (holderIdentity `<pod>_<uuid>`)."""
-
-    def __init__(
-        self,
-        coordination: Any,
-        namespace: str,
-        name: str,
-        identity: str,
-        cache_seconds: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._api = coordination
-        self._namespace = namespace
-        self._name = name
-        self._identity = identity
-        self._cache_seconds = cache_seconds
-        self._clock = clock
-        self._checked = float("-inf")
-        self._leader = False
-
-    def last_known(self) -> bool:
-        return self._leader
-
-    def is_leader(self) -> bool:
-        now = self._clock()
-        if now - self._checked < self._cache_seconds:
-            return self._leader
-        self._checked = now
-        try:
-            response = self._api.read_namespaced_lease(
-                self._name, self._namespace, _preload_content=False, _request_timeout=(2, 3)
-            )
-            holder = (orjson.loads(response.data).get("spec") or {}).get("holderIdentity") or ""
-            response.release_conn()  # `.data` read the whole body
-        except ApiException as err:
-            if err.status != 404:
-                log.warning(
-                    "cannot read Lease %s/%s: HTTP %s", self._namespace, self._name, err.status
-                )
-            holder = ""
-        except Exception as err:  # API server unreachable: keep the last answer
-            log.warning("cannot read Lease %s/%s: %s", self._namespace, self._name, err)
-            return self._leader
-        self._leader = holder == self._identity or holder.startswith(f"{self._identity}_")
-        return self._leader
-
-
-def default_identity() -> str:
-    return os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or ""
+def run_step(step: str, work: Callable[[], T], on_error: Callable[[str], None]) -> T | None:
+    """One step of the periodic pass: what it returns, or None when it raised. The exception is
+    logged with its traceback and counted (`on_error(step)`); the caller goes on with its next
+    step: a bug in one never silences the others, nor the passes after it."""
+    try:
+        return work()
+    except Exception:
+        log.exception("periodic pass: step %r failed; the pass goes on", step)
+        on_error(step)
+        return None
 
 
 class Patcher(Protocol):
@@ -218,12 +161,7 @@ class Kicker:
         return len(refs)
 
     def _step(self, step: str, work: Callable[[], T]) -> T | None:
-        try:
-            return work()
-        except Exception:
-            log.exception("periodic pass: step %r failed; the pass goes on", step)
-            self._on_error(step)
-            return None
+        return run_step(step, work, self._on_error)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="kicker", daemon=True)

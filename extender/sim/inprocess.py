@@ -33,7 +33,7 @@ class InProcess:
     def __init__(self, policy: Policy | None, config: GangConfig | None = None) -> None:
         self.now = EPOCH
         self.store = ClusterStore(clock=lambda: self.now)
-        self.coordinator = Engine(config or GangConfig(), policy)
+        self.engine = Engine(config or GangConfig(), policy)
         self.notices: Counter[str] = Counter()
         self._uids: dict[tuple[str, str], str] = {}
         self._learned_at = float("-inf")
@@ -59,12 +59,12 @@ class InProcess:
             self._uids.pop((pod.info.namespace, pod.info.name), None)
 
     def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered:
-        result = self.coordinator.filter(self.store.snapshot(), pod.info, names, self._at(now))
+        result = self.engine.filter(self.store.snapshot(), pod.info, names, self._at(now))
         kind = "" if result.passed else self._refusal(pod)
         return Filtered(result.passed, result.failed, result.unresolvable, kind)
 
     def queue_refuses(self, pod: SimPod) -> bool:
-        return self.coordinator.waiting.is_refused(job_key(pod.info))
+        return self.engine.waiting.is_refused(job_key(pod.info))
 
     def _refusal(self, pod: SimPod) -> str:
         """What the core refused the pod for (see `Filtered.kind`), from its own records: the
@@ -72,7 +72,7 @@ class InProcess:
         if self.queue_refuses(pod):
             return "quota"
         key = job_key(pod.info)
-        engine = self.coordinator
+        engine = self.engine
         if engine.waiting.parked_kind(key, pod.uid) in (Rejection.INCOMPLETE, Rejection.INVALID):
             return "gang"
         hold = engine.holder.current
@@ -83,23 +83,23 @@ class InProcess:
         return ""
 
     def prioritize(self, pod: SimPod, names: list[str], now: float) -> dict[str, int]:
-        scores = self.coordinator.scores(self.store.snapshot(), pod.info, names)
+        scores = self.engine.scores(self.store.snapshot(), pod.info, names)
         return scores.table(names)
 
     def preempt(
         self, pod: SimPod, candidates: dict[str, list[SimPod]], now: float
     ) -> dict[str, list[str]]:
         asked = {n: Victims(tuple(p.uid for p in pods)) for n, pods in candidates.items()}
-        kept = self.coordinator.preempt(self.store.snapshot(), pod.info, asked, self._at(now))
+        kept = self.engine.preempt(self.store.snapshot(), pod.info, asked, self._at(now))
         return {n: list(v.uids) for n, v in kept.items()}
 
     def bind(self, pod: SimPod, node: str, now: float) -> str:
         info = pod.info
         request = BindRequest(info.namespace, info.name, info.uid, node)
-        decision = self.coordinator.check_bind(request)
+        decision = self.engine.check_bind(request)
         if not decision.allowed:
             return decision.reason
-        self.coordinator.bound(request)
+        self.engine.bound(request)
         at = self._at(now)
         self.store.upsert_pod(
             dataclasses.replace(info, node_name=node, phase="Running", started=at)
@@ -112,14 +112,14 @@ class InProcess:
             self._learned_at = at
             mix = mix_of(self.store.snapshot())
             if mix is not None:
-                self.coordinator.scorer.learn(mix)
-        refs = self.coordinator.kick_candidates(self.store.snapshot(), at)
-        evictions = self.coordinator.take_evictions()
-        for notice in self.coordinator.take_notices():
+                self.engine.scorer.learn(mix)
+        refs = self.engine.kick_candidates(self.store.snapshot(), at)
+        evictions = self.engine.take_evictions()
+        for notice in self.engine.take_notices():
             self.notices[notice.reason] += 1
         # drained as the runtime's publish does (they would grow otherwise)
-        self.coordinator.take_outcomes()
-        self.coordinator.take_queue_outcomes()
-        self.coordinator.preemption.take_outcomes()
+        self.engine.take_outcomes()
+        self.engine.take_queue_outcomes()
+        self.engine.preemption.take_outcomes()
         nudged = [u for ref in refs if (u := self._uids.get(ref)) is not None]
         return Tick(nudged, [e.uid for e in evictions])

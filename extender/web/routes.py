@@ -70,7 +70,7 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
         limit = _limit("20", "jobs listed per queue")
         if isinstance(limit, Response):
             return limit
-        report = runtime.queue_figures(only, limit)
+        report = runtime.reports.queue_figures(only, limit)
         if report is None:
             return json_response(
                 {"policy": None, "queues": [], "reason": "no policy: gangplank runs without queues"}
@@ -81,7 +81,7 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
 
     @bp.get("/status")
     def status() -> Response:
-        return json_response(runtime.status_figures())
+        return json_response(runtime.reports.status_figures())
 
     @bp.get("/why")
     def why() -> Response:
@@ -91,7 +91,7 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
             return json_response(
                 {"Error": f"pod={ref!r}: name the pod as namespace/name (DNS names)"}, 400
             )
-        answer = runtime.why(namespace, name)
+        answer = runtime.reports.why(namespace, name)
         if answer is None:
             return json_response({"Error": not_held(namespace, name)}, 404)
         return json_response(answer)
@@ -108,7 +108,7 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
         limit = _limit("200", "pods listed")
         if isinstance(limit, Response):
             return limit
-        answer = runtime.pods(limit, only, namespace, waiting in ("1", "true"))
+        answer = runtime.reports.pods(limit, only, namespace, waiting in ("1", "true"))
         if answer is None:
             return json_response(
                 {"Error": f"queue {only!r} does not exist (`gangplank queues` lists them)"}, 404

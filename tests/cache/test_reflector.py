@@ -15,7 +15,7 @@ from extender.cache.handlers import handlers_for
 from extender.cache.reflector import Backoff, Reflector
 from extender.cache.store import ClusterStore
 from extender.observe.metrics import Metrics
-from extender.service.runtime import build_reflectors
+from extender.service.watches import build_reflectors
 from tests.builders import namespace, node, pod, priority_class
 from tests.fakeapi import FakeApiServer
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import extender.service.runtime
+import extender.service.watches
 from extender.cache.reflector import Reflector
 from tests.builders import gang_pods, gpus, namespace, node, pod, pod_group, policy_doc, queue
 from tests.fakeapi import FakeApiServer
@@ -200,7 +200,7 @@ def manual_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[ManualTime]:
     """gangplank's reflectors (built by `build_reflectors`) run on it."""
     clock = ManualTime()
     monkeypatch.setattr(
-        extender.service.runtime, "Reflector", partial(Reflector, clock=clock.now, wait=clock.wait)
+        extender.service.watches, "Reflector", partial(Reflector, clock=clock.now, wait=clock.wait)
     )
     yield clock
 

@@ -340,13 +340,11 @@ def test_an_imported_pods_quota_holds_the_queue_to_that_many_pods(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _, doc, _ = run(capsys, str(UPSTREAM / "kueue/single-clusterqueue-setup.yaml"))
-    coordinator = Engine(policy=parse_policy(doc))
+    engine = Engine(policy=parse_policy(doc))
     label = {"kueue.x-k8s.io/queue-name": "user-queue"}
     running = [pod(f"r{i}", node="n0", phase="Running", labels=label) for i in range(5)]
     cluster = Cluster(nodes=[node("n0", cpu="64", gpu=0)], pods=running)
-    result = coordinator.filter(
-        cluster.snap(), pod_from_api(pod("sixth", labels=label)), ["n0"], 0.0
-    )
+    result = engine.filter(cluster.snap(), pod_from_api(pod("sixth", labels=label)), ["n0"], 0.0)
     assert not result.passed
     assert "queue cluster-queue: pods 5 of max 5 in use" in set(result.unresolvable.values()).pop()
 

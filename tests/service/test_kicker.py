@@ -8,8 +8,9 @@ import pytest
 from kubernetes import client
 from prometheus_client import generate_latest
 
+from extender.kube.leader import AlwaysLeader, LeaseLeadership
 from extender.observe.metrics import Metrics
-from extender.service.kicker import AlwaysLeader, ApiPatcher, Kicker, LeaseLeadership
+from extender.service.kicker import ApiPatcher, Kicker
 from tests.builders import pod
 from tests.fakeapi import FakeApiServer
 

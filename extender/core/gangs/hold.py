@@ -2,7 +2,7 @@
 
 Only capacity that frees up *after* the hold began is kept (up to what the gang needs): what was
 free already stays usable by others (backfill), so a gang that cannot fit does not idle the nodes
-it cannot use yet. The gang scheduler bounds how long a hold lasts.
+it cannot use yet. The hold keeper (`holder.py`) bounds how long a hold lasts.
 
 A hold is cheap to begin and to ask: only the nodes where something else takes capacity when it
 begins (reservations, the hold it replaces) are measured then; any other node's starting point is

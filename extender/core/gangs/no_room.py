@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping, Sequence
 from extender.core.model.snapshot import PodInfo
 from extender.core.placement.candidates import constraints
 
-# What a gang's plan depends on; equal states give equal answers (see GangScheduler.room_state).
+# What a gang's plan depends on; equal states give equal answers (see GangPlacer.room_state).
 RoomState = tuple[object, ...]
 
 LIMIT = 10_000  # gangs remembered (forgotten all at once beyond)

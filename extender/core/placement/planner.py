@@ -67,7 +67,7 @@ def plan_gang(
     others reserved). `avoid` maps a pod UID to nodes that pod must not get. With `allow_partial`,
     whatever fits is returned even when it is fewer than `needed` (used to hold capacity).
     `nodes` limits the plan to some nodes (one topology domain); default all. `bounded`: `free_of`
-    never gives more than the node's own free capacity (true of `GangScheduler.free_for`, not of
+    never gives more than the node's own free capacity (true of `Reservations.free_for`, not of
     what preemption offers), so nodes without the GPUs for one pod are passed over unasked.
     """
     pool = None if nodes is None else list(nodes)

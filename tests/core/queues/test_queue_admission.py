@@ -1,4 +1,4 @@
-"""Admission by quota, per job: the coordinator on snapshots, with the clock in the test's hand."""
+"""Admission by quota, per job: the engine on snapshots, with the clock in the test's hand."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def cluster(*pods: dict[str, Any], nodes: int = 4, gpu: int = 8) -> Cluster:
     return Cluster(nodes=[node(f"n{i}", gpu=gpu, cpu="64") for i in range(nodes)], pods=pods)
 
 
-def coordinator(*queues: dict[str, Any]) -> Engine:
+def engine_with(*queues: dict[str, Any]) -> Engine:
     return Engine(policy=parse_policy(policy_doc(*queues), "policy.yaml"))
 
 
@@ -55,14 +55,14 @@ def reason(result: FilterResult) -> str:
 def test_without_a_policy_and_for_pods_in_no_queue_nothing_changes() -> None:
     c = cluster()
     assert decide(Engine(), c, in_queue("p", "anything")).passed == ["n0", "n1", "n2", "n3"]
-    co = coordinator(queue("research", max=gpus(0)))
+    co = engine_with(queue("research", max=gpus(0)))
     assert decide(co, c, in_queue("plain", None)).passed == ["n0", "n1", "n2", "n3"]
 
 
 def test_a_queue_at_its_max_fails_every_node_saying_how_much_is_in_use_and_needed() -> None:
     c = cluster(*(running(f"r{i}", "research", 8, f"n{i}") for i in range(3)), nodes=5)
     c.add("pods", running("r3", "research", 6, "n3"))
-    co = coordinator(queue("research", max=gpus(32)))
+    co = engine_with(queue("research", max=gpus(32)))
     result = decide(co, c, in_queue("more", "research", gpu=4))
     assert set(result.unresolvable) == {"n0", "n1", "n2", "n3", "n4"}, "unresolvable: no preemption"
     assert reason(result) == (
@@ -74,7 +74,7 @@ def test_a_queue_at_its_max_fails_every_node_saying_how_much_is_in_use_and_neede
 
 def test_a_parent_max_holds_its_children_together() -> None:
     c = cluster(running("a", "vision", 8, "n0"), running("b", "nlp", 8, "n1"))
-    co = coordinator(
+    co = engine_with(
         queue("ml", max=gpus(16)), queue("vision", parent="ml"), queue("nlp", parent="ml")
     )
     assert reason(decide(co, c, in_queue("x", "vision"))) == (
@@ -84,7 +84,7 @@ def test_a_parent_max_holds_its_children_together() -> None:
 
 
 def test_a_label_naming_no_queue_holds_the_pod_and_says_which_label() -> None:
-    co = coordinator(queue("research"))
+    co = engine_with(queue("research"))
     assert reason(decide(co, cluster(), in_queue("p", "reserch"))) == (
         "pod default/p: queue 'reserch' does not exist (pod label gangplank.io/queue)"
     )
@@ -93,7 +93,7 @@ def test_a_label_naming_no_queue_holds_the_pod_and_says_which_label() -> None:
 
 
 def test_a_closed_queue_holds_new_work_and_a_draining_one_admits_nothing_new() -> None:
-    co = coordinator(queue("old", state="draining"), queue("shut", state="closed"))
+    co = engine_with(queue("old", state="draining"), queue("shut", state="closed"))
     c = cluster()
     assert reason(decide(co, c, in_queue("a", "shut"))) == (
         "queue shut is closed: it holds new work until it is opened"
@@ -107,13 +107,13 @@ def test_a_draining_queue_completes_a_gang_that_is_already_running_in_part() -> 
     members = gang_pods("resume", 2, gpu=8, labels={"gangplank.io/gang": "resume", QUEUE: "old"})
     members[0] = {**members[0], "spec": {**members[0]["spec"], "nodeName": "n0"}}
     c = cluster(*members)
-    co = coordinator(queue("old", state="draining"))
+    co = engine_with(queue("old", state="draining"))
     assert decide(co, c, members[1]).passed != []
 
 
 def test_the_namespace_queue_applies_to_pods_without_a_label() -> None:
     c = cluster(running("r", None, 8, "n0", namespace="vision"))
-    co = coordinator(queue("vision", max=gpus(8), namespaces=["vision"]))
+    co = engine_with(queue("vision", max=gpus(8), namespaces=["vision"]))
     assert "queue vision: nvidia.com/gpu 8 of max 8" in reason(
         decide(co, c, in_queue("p", None, namespace="vision"))
     )
@@ -121,14 +121,14 @@ def test_the_namespace_queue_applies_to_pods_without_a_label() -> None:
 
 def test_a_queue_borrows_idle_gpus_beyond_its_guarantee() -> None:
     c = cluster(*(running(f"a{i}", "a", 8, f"n{i}") for i in range(2)))
-    co = coordinator(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(24)))
+    co = engine_with(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(24)))
     assert decide(co, c, in_queue("more", "a", gpu=8)).passed, "b has nothing waiting: idle"
 
 
 def test_borrowing_stops_when_the_lender_has_work_waiting() -> None:
     c = cluster(*(running(f"a{i}", "a", 8, f"n{i}") for i in range(2)))
     c.add("pods", in_queue("b-job", "b", gpu=8), in_queue("b-job2", "b", gpu=8))
-    co = coordinator(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(24)))
+    co = engine_with(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(24)))
     assert reason(decide(co, c, in_queue("more", "a", gpu=8))) == (
         "queue a: pod default/more needs 8 nvidia.com/gpu beyond its guarantee (16 of 8 in use); "
         "16 are idle but 16 of them are guaranteed to queues with work waiting (b 16)"
@@ -140,7 +140,7 @@ def test_borrowing_stops_when_the_lender_has_work_waiting() -> None:
 def test_what_the_lender_waits_for_is_protected_no_more() -> None:
     c = cluster(*(running(f"a{i}", "a", 8, f"n{i}") for i in range(2)))
     c.add("pods", in_queue("small", "b", gpu=2))
-    co = coordinator(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(24)))
+    co = engine_with(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(24)))
     assert decide(co, c, in_queue("more", "a", gpu=8)).passed, "16 idle - 8 >= 2 owed to b"
 
 
@@ -151,17 +151,17 @@ def test_a_guarantee_too_small_for_every_job_waiting_under_it_holds_nothing_back
     c = cluster(running("a0", "a", 8, "n0"), running("b0", "b", 2, "n1"), nodes=2)
     c.add("pods", *gang_pods("b-big", 2, gpu=4, labels={QUEUE: "b"}))
     queues = (queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(4)))
-    assert decide(coordinator(*queues), c, in_queue("more", "a", gpu=6)).passed
+    assert decide(engine_with(*queues), c, in_queue("more", "a", gpu=6)).passed
     c.add("pods", in_queue("b-small", "b", gpu=1))
     assert "6 are idle but 2 of them are guaranteed to queues with work waiting (b 2)" in reason(
-        decide(coordinator(*queues), c, in_queue("more", "a", gpu=6))
+        decide(engine_with(*queues), c, in_queue("more", "a", gpu=6))
     ), "once one waiting job fits in b's guarantee, what is left of it is held"
 
 
 def test_siblings_share_their_parents_guarantee_before_anyone_elses() -> None:
     c = cluster(running("v0", "vision", 8, "n0"))
     c.add("pods", in_queue("prod-job", "prod", gpu=8))
-    co = coordinator(
+    co = engine_with(
         queue("ml", guarantee=gpus(16)),
         queue("vision", parent="ml", guarantee=gpus(4)),
         queue("nlp", parent="ml", guarantee=gpus(4)),
@@ -181,7 +181,7 @@ def test_a_4_pod_gang_is_never_admitted_in_part_by_quota() -> None:
     members = gang_pods("train", 4, gpu=1, labels={"gangplank.io/gang": "train", QUEUE: "q"})
     blocker = running("r", "q", 6, "n0")
     c = cluster(*members, blocker)
-    co = coordinator(queue("q", max=gpus(8)))
+    co = engine_with(queue("q", max=gpus(8)))
     for member in members:
         assert reason(decide(co, c, member)) == (
             "queue q: nvidia.com/gpu 6 of max 8 in use, gang default/train needs 4"
@@ -196,7 +196,7 @@ def test_a_4_pod_gang_is_never_admitted_in_part_by_quota() -> None:
 def test_a_planned_gang_counts_against_its_queue_before_it_binds() -> None:
     members = gang_pods("train", 2, gpu=8, labels={"gangplank.io/gang": "train", QUEUE: "q"})
     c = cluster(*members)
-    co = coordinator(queue("q", max=gpus(20)))
+    co = engine_with(queue("q", max=gpus(20)))
     assert decide(co, c, members[0]).passed
     assert reason(decide(co, c, in_queue("other", "q", gpu=8))) == (
         "queue q: nvidia.com/gpu 16 of max 20 in use, pod default/other needs 8"
@@ -208,7 +208,7 @@ def test_a_planned_gang_counts_against_its_queue_before_it_binds() -> None:
 def test_finished_pods_free_their_quota_and_the_refused_pod_is_nudged() -> None:
     done = running("done", "q", 8, "n0")
     c = cluster(done)
-    co = coordinator(queue("q", max=gpus(8)))
+    co = engine_with(queue("q", max=gpus(8)))
     waiting = in_queue("next", "q", gpu=8)
     c.add("pods", waiting)
     assert reason(decide(co, c, waiting, now=1.0))
@@ -219,7 +219,7 @@ def test_finished_pods_free_their_quota_and_the_refused_pod_is_nudged() -> None:
 
 
 def test_a_policy_change_nudges_pods_it_may_now_admit() -> None:
-    co = coordinator(queue("research"))
+    co = engine_with(queue("research"))
     c = cluster()
     typo = in_queue("p", "reserch")
     c.add("pods", typo)
@@ -233,7 +233,7 @@ def test_pods_of_another_scheduler_are_not_work_waiting_in_a_queue() -> None:
     other = in_queue("elsewhere", "b", gpu=8)
     other["spec"]["schedulerName"] = "default-scheduler"
     c = cluster(*(running(f"a{i}", "a", 8, f"n{i}") for i in range(2)), other)
-    co = coordinator(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(24)))
+    co = engine_with(queue("a", guarantee=gpus(8)), queue("b", guarantee=gpus(24)))
     assert decide(co, c, in_queue("more", "a", gpu=8)).passed
 
 
@@ -242,7 +242,7 @@ def test_usage_counts_gpus_cpu_memory_and_what_the_policy_names() -> None:
     raw["spec"]["containers"][0]["resources"]["requests"]["example.com/fpga"] = "2"
     raw["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "1Gi"
     c = cluster(raw)
-    co = coordinator(queue("q", max={"example.com/fpga": 4}))
+    co = engine_with(queue("q", max={"example.com/fpga": 4}))
     book = co.book_for(c.snap())
     assert book.state["q"].used == {
         "nvidia.com/gpu": 8,
@@ -259,7 +259,7 @@ def test_a_higher_priority_pod_in_a_queue_at_max_plans_on_its_own_queues_lower_w
     """4 nodes of 8 GPUs: the team's four priority-100 pods fill its max of 32 and the cluster;
     a priority-1000 pod of the team gets a plan that evicts exactly one of them."""
     c = cluster(*(running(f"low{i}", "team", 8, f"n{i}", priority=100) for i in range(4)))
-    co = coordinator(queue("team", max=gpus(32)))
+    co = engine_with(queue("team", max=gpus(32)))
     result = decide(co, c, in_queue("urgent", "team", gpu=8, priority=1000), now=AN_HOUR_IN)
     assert "waiting for 1 preempted pod to leave" in reason(result)
     evicted = co.take_evictions()
@@ -273,7 +273,7 @@ def test_victims_in_a_queue_at_max_may_run_on_nodes_the_job_cannot_use() -> None
     c = cluster(running("low", "team", 8, "n0", priority=100), nodes=5)
     picky = in_queue("urgent", "team", gpu=8, priority=1000)
     picky["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n4"}
-    co = coordinator(queue("team", max=gpus(8)))
+    co = engine_with(queue("team", max=gpus(8)))
     result = decide(co, c, picky, now=AN_HOUR_IN)
     assert "planned on node n4, waiting for 1 preempted pod to leave" in reason(result)
     assert [e.name for e in co.take_evictions()] == ["low"]
@@ -282,7 +282,7 @@ def test_victims_in_a_queue_at_max_may_run_on_nodes_the_job_cannot_use() -> None
 def test_freed_usage_lowers_a_queue_and_every_ancestor() -> None:
     """check_quota with `freed`: a child's victims free room under its parent's max too."""
     c = cluster(running("a", "vision", 8, "n0"), running("b", "nlp", 8, "n1"))
-    co = coordinator(
+    co = engine_with(
         queue("ml", max=gpus(16)), queue("vision", parent="ml"), queue("nlp", parent="ml")
     )
     book = co.book_for(c.snap())

@@ -1,0 +1,109 @@
+"""Carrying out the evictions the core queues, each victim job through the Eviction API.
+
+No victim leaves for a plan that a restart would forget: the preemptor's plan is recorded in the
+cluster first (`kube/plan_recorder.py`), and evictions whose plan cannot be recorded go back to
+the core for the next pass. What each eviction came to is logged and counted; one the API server
+refused (a PodDisruptionBudget) or that failed is told to the core, which spares the pods a while.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+
+from extender.cache.store import ClusterStore
+from extender.core.engine import Engine
+from extender.core.preemption.evictions import Eviction
+from extender.kube.evictor import Evictor
+from extender.kube.plan_recorder import PlanRecorder, RecordError
+from extender.observe.metrics import Metrics
+from extender.service.decision_lock import DecisionLock
+from extender.service.kicker import run_step
+
+log = logging.getLogger("gangplank")
+
+
+class Evictions:
+    def __init__(
+        self,
+        evictor: Evictor,
+        recorder: PlanRecorder,
+        *,
+        scheduler: Engine,
+        store: ClusterStore,
+        lock: DecisionLock,
+        metrics: Metrics,
+        clock: Callable[[], float],
+        on_error: Callable[[str], None],
+    ) -> None:
+        self.evictor = evictor
+        self.recorder = recorder
+        self.scheduler = scheduler
+        self.store = store
+        self.lock = lock
+        self.metrics = metrics
+        self.clock = clock
+        self._on_error = on_error  # a victim job's eviction raised (step "evict")
+        self._waited_for_record: set[str] = set()  # plans whose evictions wait for their record
+
+    def carry_out(self, evictions: list[Eviction]) -> None:
+        """Each victim job is its own step ("evict"): one that raises leaves the others going."""
+        evictions = self._recorded_first(evictions)
+        jobs: dict[str, list[Eviction]] = {}
+        for eviction in evictions:
+            jobs.setdefault(eviction.job, []).append(eviction)
+        for pods in jobs.values():
+            run_step("evict", partial(self._evict, pods), self._on_error)
+
+    def _evict(self, pods: list[Eviction]) -> None:
+        outcome = self.evictor.evict(pods)
+        first = pods[0]
+        log.info(
+            "%s %d pod(s) of %s (%s, queue %s): %s",
+            outcome,
+            len(pods),
+            first.job.split(":", 1)[1],
+            first.rule,
+            first.queue or "-",
+            first.message,
+        )
+        self.metrics.evicted(first.queue, first.rule, outcome, len(pods))
+        if outcome in ("blocked", "failed"):
+            with self.lock.by("eviction refused"):
+                self.scheduler.preemption.refused({e.uid for e in pods}, self.clock())
+        if outcome == "evicted":
+            self.metrics.gpu_seconds_lost(first.queue, first.rule, sum(e.gpu_seconds for e in pods))
+
+    def _recorded_first(self, evictions: list[Eviction]) -> list[Eviction]:
+        """The evictions whose preemptor's plan is recorded in the cluster (written now when it
+        is not yet); the others go back for the next pass: no victim leaves for a plan that a
+        restart would forget."""
+        plans = {e.plan for e in evictions if e.plan}
+        if not plans:
+            return evictions
+        unrecorded: set[str] = set()
+        for key in plans:
+            with self.lock.by("plan records"):
+                alive = key in self.scheduler.reservations
+                records = self.scheduler.records_to_write(self.store.snapshot(), key=key)
+            if not alive:
+                if key in self._waited_for_record:  # it lapsed while its evictions waited
+                    self._waited_for_record.discard(key)
+                    log.info("evictions for %s dropped: its plan is gone", key.split(":", 1)[1])
+                    evictions = [e for e in evictions if e.plan != key]
+                # else it completed (kube-scheduler's own preemption deleted the victims first):
+                # the evictions go on, find the pods gone, and tell who evicted them and why
+                continue
+            try:
+                self.recorder.write(records)
+                self._waited_for_record.discard(key)
+            except RecordError as err:
+                log.warning("evictions for %s wait: %s", key.split(":", 1)[1], err)
+                unrecorded.add(key)
+                self._waited_for_record.add(key)
+        later = [e for e in evictions if e.plan in unrecorded]
+        if later:
+            with self.lock.by("evictions put back"):
+                self.scheduler.preemption.put_back(later)
+        return [e for e in evictions if e.plan not in unrecorded]
