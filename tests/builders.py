@@ -192,6 +192,7 @@ def queue(
     state: str | None = None,
     namespaces: list[str] | None = None,
     aliases: list[str] | None = None,
+    lifecycle: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One queue entry of a policy, as a person writes it in YAML."""
     out: dict[str, Any] = {"name": name}
@@ -203,6 +204,7 @@ def queue(
         ("state", state),
         ("namespaces", namespaces),
         ("aliases", aliases),
+        ("lifecycle", lifecycle),
     ):
         if value is not None:
             out[key] = value

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from extender.core.queues.admission import check_state
+from extender.core.queues.lifecycle import describe_lifecycle
 from extender.core.queues.policy import Policy, describe_amounts
 from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.policy.file import load_policy, strict_load_all
@@ -28,6 +29,9 @@ def summary(policy: Policy) -> list[str]:
                 extras.append(f"namespaces {', '.join(spec.namespaces)}")
             if spec.weight != 1:
                 extras.append(f"weight {spec.weight:g}")
+            rules = policy.lifecycle_of(name)
+            if spec.lifecycle is not None and rules is not None:
+                extras.append(f"lifecycle: {describe_lifecycle(rules)}")
             lines.append(
                 f"{'  ' * depth}{name}{state}: guarantee {describe_amounts(spec.guarantee)}; "
                 f"max {describe_amounts(spec.max)}" + (f"; {'; '.join(extras)}" if extras else "")
@@ -35,6 +39,8 @@ def summary(policy: Policy) -> list[str]:
             walk(name, depth + 1)
 
     walk(None, 1)
+    if policy.lifecycle is not None:
+        lines.append(f"  lifecycle (top level): {describe_lifecycle(policy.lifecycle)}")
     return lines
 
 

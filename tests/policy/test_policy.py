@@ -325,6 +325,24 @@ def test_the_shipped_example_and_minimal_policies_are_valid() -> None:
     assert example.warnings == load_policy(POLICIES / "minimal.yaml").warnings == ()
 
 
+def test_the_shipped_lifecycle_policy_is_valid_and_policy_check_shows_its_rules(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shipped = load_policy(POLICIES / "lifecycle.yaml")
+    assert shipped.lifecycle is not None and shipped.warnings == ()
+    assert shipped.lifecycle_of("training") == shipped.lifecycle
+    assert main(["policy", "check", str(POLICIES / "lifecycle.yaml")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [
+        "  training: guarantee nvidia.com/gpu: 48; max -; namespaces train, train-*",
+        "  notebooks: guarantee nvidia.com/gpu: 16; max -; namespaces notebooks; lifecycle: "
+        "readyTimeout 10m, requeue 1m to 1h, held after 5, staleGangGrace 5m, maxRuntime 12h, "
+        "restartLimit 5, idleGpu below 5% for 1h: evict",
+        "  lifecycle (top level): readyTimeout 10m, requeue 1m to 1h, held after 5, "
+        "staleGangGrace 5m, maxRuntime none, restartLimit 5, idleGpu below 5% for 30m: report",
+    ]
+
+
 def test_quantities_are_read_as_kubernetes_reads_them() -> None:
     p = parse_policy(policy_doc(queue("q", guarantee={"cpu": "250m", "memory": "2Ti"})))
     assert p.queues["q"].guarantee == {"cpu": 250, "memory": 2 * 2**40}

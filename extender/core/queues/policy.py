@@ -1,11 +1,11 @@
 """The policy: queues in a tree, each with a guarantee, a ceiling, a weight, a state, namespaces.
 
 `Policy` is what a validated policy document says (`policy_parse.parse_policy` reads one). It
-answers the questions the core asks of it: a queue's preemption rules, its children and path to
-the root, the resources quota governs, and which queue a pod is in: its queue label (any source in
-the README's "Label a workload" table), looked up among queue names and aliases (`ns/name` first,
-for Kueue LocalQueues), or else its namespace's queue (an exact namespace entry before a pattern;
-the longest pattern first).
+answers the questions the core asks of it: a queue's preemption rules and lifecycle rules
+(`lifecycle.py`), its children and path to the root, the resources quota governs, and which queue
+a pod is in: its queue label (any source in the README's "Label a workload" table), looked up
+among queue names and aliases (`ns/name` first, for Kueue LocalQueues), or else its namespace's
+queue (an exact namespace entry before a pattern; the longest pattern first).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from functools import cached_property
 from extender.core.model.quantity import format_amount
 from extender.core.placement.scoring import ScoreWeights
 from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology
+from extender.core.queues.lifecycle import LifecycleOverride, LifecycleRules, merged
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,7 @@ class QueueSpec:
     namespaces: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     rules: PreemptionRules | None = None  # None: the policy's defaults
+    lifecycle: LifecycleOverride | None = None  # its own `lifecycle:` fields, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,25 @@ class Policy:
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     # Resource names that look mistyped, one message each (the policy is used all the same).
     warnings: tuple[str, ...] = ()
+    lifecycle: LifecycleRules | None = None  # the top-level `lifecycle:`; None: none written
+
+    def lifecycle_of(self, queue: str | None) -> LifecycleRules | None:
+        """The lifecycle rules of a queue: the top level's, with its ancestors' `lifecycle:`
+        fields and its own laid over them (the nearest wins); None when none of them writes a
+        `lifecycle:` section. A pod in no queue (or one the policy does not name) gets the top
+        level's."""
+        if queue is None:
+            return self.lifecycle
+        return self._lifecycles.get(queue, self.lifecycle)
+
+    @cached_property
+    def _lifecycles(self) -> Mapping[str, LifecycleRules | None]:
+        return {
+            name: merged(
+                self.lifecycle, [self.queues[q].lifecycle for q in reversed(self.path(name))]
+            )
+            for name in self.queues
+        }
 
     def rules(self, queue: str | None) -> PreemptionRules:
         """The preemption rules of a queue (the policy's defaults for pods in no queue)."""

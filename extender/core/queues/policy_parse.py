@@ -4,25 +4,28 @@ or raises `PolicyError` with one message naming the file, the queue and the fiel
 The checks are the ones a person gets wrong: unknown keys, malformed or negative quantities, an
 unknown parent, a cycle, children guaranteed more than their parent, a max below the guarantee, a
 name, alias or namespace used twice, a fraction of a resource counted in whole units (GPUs, pods,
-extended resources). Resource names that look mistyped are warnings, not errors
-(`policy_resources`).
+extended resources), and in the `lifecycle:` sections (`lifecycle_parse`) a bad duration, idle
+action or limit. Resource names that look mistyped are warnings, not errors (`policy_resources`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from extender.core.model.quantity import QuantityError, format_amount
 from extender.core.placement.rules import parse_topology, parse_weights
+from extender.core.queues.lifecycle import LifecycleRules
+from extender.core.queues.lifecycle_parse import check_lifecycles, duration, parse_lifecycle
 from extender.core.queues.policy import Policy, PreemptionRules, QueueSpec
 from extender.core.queues.policy_resources import queue_resource_warnings, resource_amount
 
 API_VERSION = "gangplank.io/v1alpha1"
 KIND = "Policy"
 STATES = ("open", "closed", "draining")
-TOP_KEYS = {"apiVersion", "kind", "queues", "preemption", "topology", "placement"}
+TOP_KEYS = {"apiVersion", "kind", "queues", "preemption", "topology", "placement", "lifecycle"}
 PREEMPTION_KEYS = {"withinQueue", "reclaimable", "minRuntime", "gracePeriodSeconds"}
 TOP_PREEMPTION_KEYS = {"evictionsPerMinute", "minRuntime", "gracePeriodSeconds"}
 QUEUE_KEYS = {
@@ -36,13 +39,13 @@ QUEUE_KEYS = {
     "aliases",
     "description",
     "preemption",
+    "lifecycle",
 }
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _RESOURCE = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
 _NAMESPACE_PATTERN = re.compile(r"^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$")
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _ALIAS = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
 
 
@@ -83,19 +86,6 @@ def _names(
     return tuple(raw)
 
 
-def _duration(value: Any, source: str, where: str) -> float:
-    """Seconds from `90`, `"90s"`, `"10m"`, `"1h30m"`."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    match = _DURATION.match(value) if isinstance(value, str) and value else None
-    if match is None:
-        raise _fail(
-            source, where, f"{value!r} is not a duration (seconds, or like 90s, 10m, 1h30m)"
-        )
-    hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    return float(hours * 3600 + minutes * 60 + seconds)
-
-
 def _rules(
     raw: Any, source: str, where: str, keys: set[str], base: PreemptionRules
 ) -> tuple[PreemptionRules, Mapping[str, Any]]:
@@ -120,7 +110,7 @@ def _rules(
     rules = PreemptionRules(
         within_queue=base.within_queue if flags["withinQueue"] is None else flags["withinQueue"],
         reclaimable=base.reclaimable if flags["reclaimable"] is None else flags["reclaimable"],
-        min_runtime=_duration(raw["minRuntime"], source, f"{where}.minRuntime")
+        min_runtime=duration(raw["minRuntime"], f"{where}.minRuntime", partial(_fail, source))
         if "minRuntime" in raw
         else base.min_runtime,
         grace_seconds=grace,
@@ -175,6 +165,9 @@ def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> Queu
         )[0]
         if raw.get("preemption") is not None
         else None,
+        lifecycle=parse_lifecycle(
+            raw.get("lifecycle"), f"{where}: lifecycle", partial(_fail, source)
+        ),
     )
 
 
@@ -220,7 +213,11 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
     topology = parse_topology(data.get("topology"), fail)
     weights = parse_weights(data.get("placement"), fail)
     warnings = queue_resource_warnings(queues, source, ())
-    return Policy(queues, source, defaults, rate, topology, weights, warnings)
+    top_lifecycle = parse_lifecycle(data.get("lifecycle"), "lifecycle", fail)
+    lifecycle = top_lifecycle.over(LifecycleRules()) if top_lifecycle is not None else None
+    policy = Policy(queues, source, defaults, rate, topology, weights, warnings, lifecycle)
+    check_lifecycles(policy, fail)
+    return policy
 
 
 def _check_tree(queues: Mapping[str, QueueSpec], source: str) -> None:
