@@ -13,12 +13,12 @@ from typing import Any, NoReturn
 class DefaultsFormatter(
     argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter
 ):
-    """`(default: …)` after every flag that has a default worth saying (not None, False or
-    suppressed, and not already in its help); descriptions keep their line breaks."""
+    """`(default: …)` after every flag that has a default worth saying (not None, False, empty
+    or suppressed, and not already in its help); descriptions keep their line breaks."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if "%(default)" in text or action.default in (None, False, argparse.SUPPRESS):
+        if "%(default)" in text or action.default in (None, False, "", argparse.SUPPRESS):
             return text
         return super()._get_help_string(action)
 

@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:  # what the core counts and reports, read here
     from extender.core.gangs.reservations import GangOutcomes as Outcomes
+    from extender.core.model.gpu_use import GpuUse
     from extender.core.preemption.preemption import PreemptionOutcomes
     from extender.core.queues.ledger import QueueOutcomes
     from extender.core.queues.policy import Policy
@@ -227,6 +228,8 @@ class Metrics:
             buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 21600),
             registry=r,
         )
+        self._gpu_use = _GpuUseCollector()
+        r.register(self._gpu_use)
 
     def periodic_error(self, step: str) -> None:
         """A step of the periodic pass raised (see extender/service/periodic.py)."""
@@ -243,6 +246,10 @@ class Metrics:
             self.preemption_wait.labels("before").observe(seconds)
         for seconds in outcomes.waits_after:
             self.preemption_wait.labels("after").observe(seconds)
+
+    def gpu_use_read(self, use: GpuUse) -> None:
+        """One read of GPU utilisation from Prometheus (see extender/observe/gpu_use.py)."""
+        self._gpu_use.read(use)
 
     def lock_hold(self, holder: str, waited: float, held: float) -> None:
         """One hold of the decision lock (see extender/service/decision_lock.py)."""
@@ -335,6 +342,47 @@ class _WatchEventCollector(Collector):
             for event_type, count in list(by_type.items()):
                 family.add_metric([kind, event_type], count)
         return [family]
+
+
+class _GpuUseCollector(Collector):
+    """GPU use reads: no series before the first (without --prometheus-url, none at all), so an
+    alert on `gangplank_gpu_use_up == 0` does not fire where the idle-GPU rule is off."""
+
+    def __init__(self) -> None:
+        self._reads = 0
+        self._errors = 0
+        self._up = False
+        self._pods = 0
+
+    def read(self, use: GpuUse) -> None:
+        self._reads += 1
+        self._up = use.ok
+        self._pods = len(use.busiest) if use.ok else 0
+        if not use.ok:
+            self._errors += 1
+
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
+        if not self._reads:
+            return []
+        up = GaugeMetricFamily(
+            "gangplank_gpu_use_up",
+            "1 when the last read of GPU utilisation from Prometheus (--prometheus-url) "
+            "succeeded, 0 when it failed: the idle-GPU rule then acts on no job.",
+        )
+        up.add_metric([], 1.0 if self._up else 0.0)
+        errors = CounterMetricFamily(
+            "gangplank_gpu_use_read_errors",
+            "Reads of GPU utilisation from Prometheus that failed (unreachable, HTTP error, bad "
+            "answer, query error).",
+        )
+        errors.add_metric([], self._errors)
+        pods = GaugeMetricFamily(
+            "gangplank_gpu_use_pods",
+            "Pods with GPU utilisation data over the whole idle window in the last read (0 when "
+            "it failed); running GPU pods not counted here have no data and are not acted on.",
+        )
+        pods.add_metric([], self._pods)
+        return [up, errors, pods]
 
 
 class _GangCollector(Collector):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from extender.core.queues.policy_parse import PolicyError
+from extender.observe.gpu_use import DEFAULT_METRIC, check_names
 from extender.policy.file import load_policy
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -47,6 +48,10 @@ class Settings:
     hold_seconds: float = 120.0
     stale_after: float = 30.0
     scheduler_names: str = "gangplank"
+    prometheus_url: str = ""
+    gpu_util_metric: str = DEFAULT_METRIC
+    gpu_util_namespace_label: str = "namespace"
+    gpu_util_pod_label: str = "pod"
 
     def validate(self) -> Settings:
         if not self.url_prefix.startswith("/") or (
@@ -102,6 +107,15 @@ class Settings:
             raise SettingsError("--scheduler-names must name at least one scheduler profile")
         if ":" not in self.bind and not self.bind.startswith("unix:"):
             raise SettingsError(f"bind address {self.bind!r} must be HOST:PORT or unix:PATH")
+        if self.prometheus_url and not self.prometheus_url.startswith(("http://", "https://")):
+            raise SettingsError(
+                f"--prometheus-url {self.prometheus_url!r} must start with http:// or https://"
+            )
+        problem = check_names(
+            self.gpu_util_metric, self.gpu_util_namespace_label, self.gpu_util_pod_label
+        )
+        if problem:
+            raise SettingsError(f"--gpu-util-*: {problem}")
         return self
 
     @property
@@ -155,6 +169,15 @@ FLAGS: dict[str, str] = {
     "hold_seconds": "how long the first gang in line keeps freed capacity",
     "stale_after": "seconds a kind's watch may be down before the cluster view counts as stale: "
     "gangs and queued jobs then wait and nothing is evicted (pass-through pods go on)",
+    "prometheus_url": "Prometheus (or a server of its HTTP API) to read GPU utilisation from, for "
+    "the policy's idle-GPU rule, e.g. http://prometheus.monitoring:9090. Unset: GPU use is not "
+    "read and the rule does not act",
+    "gpu_util_metric": "the per-GPU utilisation metric (0-100) in Prometheus, as NVIDIA's "
+    "dcgm-exporter names it",
+    "gpu_util_namespace_label": "the metric's label holding the pod's namespace "
+    "(exported_namespace where Prometheus renamed dcgm-exporter's own)",
+    "gpu_util_pod_label": "the metric's label holding the pod's name (exported_pod where "
+    "Prometheus renamed dcgm-exporter's own)",
 }
 
 
@@ -172,7 +195,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str])
         if name == "kubeconfig":
             fallback = env.get("KUBECONFIG")
         help_text = f"{text} (env {variable}"
-        help_text += "; default %(default)s)" if fallback not in (None, False) else ")"
+        help_text += "; default %(default)s)" if fallback not in (None, False, "") else ")"
         if isinstance(fallback, bool):
             parser.add_argument(
                 flag, action="store_true", default=_env_bool(env.get(variable)), help=help_text

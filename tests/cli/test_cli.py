@@ -292,7 +292,7 @@ def parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser
 def test_every_help_shows_the_defaults(parser: argparse.ArgumentParser) -> None:
     text = " ".join(parser.format_help().split())
     for action in parser._actions:
-        if action.default in (None, False, argparse.SUPPRESS) or action.help is None:
+        if action.default in (None, False, "", argparse.SUPPRESS) or action.help is None:
             continue
         assert f"default: {action.default})" in text or f"default {action.default})" in text, (
             action.option_strings

@@ -38,6 +38,10 @@ def test_in_cluster_ignores_a_kubeconfig() -> None:
         (["--reservation-seconds", "0"], "--reservation-seconds must be > 0"),
         (["--tls-cert", "/nonexistent.crt", "--tls-key", "/nonexistent.key"], "no such file"),
         (["--tls-client-ca", "/ca.crt"], "needs --tls-cert"),
+        (["--prometheus-url", "prometheus:9090"], "must start with http:// or https://"),
+        (["--gpu-util-metric", "DCGM GPU UTIL"], "is not a Prometheus metric name"),
+        (["--gpu-util-pod-label", 'pod"} or vector(1'], "pod label .* is not a Prometheus label"),
+        (["--gpu-util-namespace-label", "pod"], "namespace and pod label are both 'pod'"),
     ],
     ids=[
         "a prefix without a slash",
@@ -45,6 +49,10 @@ def test_in_cluster_ignores_a_kubeconfig() -> None:
         "a zero reservation time",
         "a missing certificate",
         "mutual TLS without a certificate",
+        "a Prometheus address without a scheme",
+        "a metric name with spaces",
+        "a label name that would change the query",
+        "one label for namespace and pod",
     ],
 )
 def test_settings_that_cannot_work_are_refused_with_the_reason(
@@ -52,6 +60,39 @@ def test_settings_that_cannot_work_are_refused_with_the_reason(
 ) -> None:
     with pytest.raises(SettingsError, match=message):
         parse_serve_settings(argv, {})
+
+
+def test_gpu_use_is_read_only_with_a_prometheus_url_from_the_metric_and_labels_set() -> None:
+    settings = parse_serve_settings([], {})
+    assert settings.prometheus_url == "", "off unless set"
+    assert (
+        settings.gpu_util_metric,
+        settings.gpu_util_namespace_label,
+        settings.gpu_util_pod_label,
+    ) == ("DCGM_FI_DEV_GPU_UTIL", "namespace", "pod")
+    env = {
+        "GANGPLANK_PROMETHEUS_URL": "http://prometheus.monitoring:9090",
+        "GANGPLANK_GPU_UTIL_NAMESPACE_LABEL": "exported_namespace",
+        "GANGPLANK_GPU_UTIL_POD_LABEL": "exported_pod",
+    }
+    settings = parse_serve_settings(["--gpu-util-pod-label", "kubernetes_pod"], env)
+    assert (
+        settings.prometheus_url,
+        settings.gpu_util_namespace_label,
+        settings.gpu_util_pod_label,
+    ) == ("http://prometheus.monitoring:9090", "exported_namespace", "kubernetes_pod")
+
+
+def test_serve_help_shows_the_gpu_use_flags_with_their_variables(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag in ("prometheus-url", "gpu-util-metric", "gpu-util-namespace-label"):
+        assert f"--{flag}" in text and f"GANGPLANK_{flag.upper().replace('-', '_')}" in text
+    assert "GANGPLANK_GPU_UTIL_POD_LABEL; default pod)" in text
+    assert "(default: )" not in text, "an empty default is not shown"
 
 
 def test_a_variable_of_the_wrong_type_is_refused_like_a_bad_flag() -> None:
