@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from extender.core.engine import Engine
+from extender.core.line import RECLAIM_TRIES
 from extender.core.model.answers import FilterResult, Victims
 from extender.core.model.rejection import Rejection
 from extender.core.queues.policy_parse import parse_policy
@@ -18,6 +19,7 @@ from tests.cluster import Cluster
 QUEUE = "gangplank.io/queue"
 CREATED = 1_796_119_200.0  # 2026-12-01T10:00Z: when the builders' pods are created
 NOW = CREATED + 3600.0
+KICK_INTERVAL = 5.0  # the engine's default
 
 
 def in_queue(name: str, q: str | None, *, gpu: int = 8, **kwargs: Any) -> dict[str, Any]:
@@ -149,6 +151,23 @@ def test_the_pass_lets_the_first_job_of_the_line_preempt_though_kube_scheduler_n
     co.kick_candidates(c.snap(), NOW)
     assert "gangplank:default/g" in co.reservations
     assert sorted(e.name for e in co.take_evictions()) == ["low0", "low1"]
+
+
+def test_each_pass_lets_only_the_first_jobs_of_the_line_preempt_at_most_once_an_interval() -> None:
+    lows = [running(f"low{i}", "q", f"n{i}") for i in range(3)]
+    waiting = [
+        gang_in(f"g{i}", "q", 1, priority=100, created=f"2026-12-01T0{i}:00:00Z") for i in range(3)
+    ]
+    c = cluster(*lows, *(m for g in waiting for m in g), nodes=3)
+    co = engine(queue("q"))
+    co.kick_candidates(c.snap(), NOW)
+    assert sorted(co.reservations.jobs()) == ["gangplank:default/g0", "gangplank:default/g1"]
+    assert RECLAIM_TRIES == 2
+    co.kick_candidates(c.snap(), NOW + KICK_INTERVAL - 1)
+    assert len(co.reservations) == 2, "not within the kick interval"
+    co.kick_candidates(c.snap(), NOW + KICK_INTERVAL)
+    assert len(co.reservations) == 3, "the planned jobs left the line: the next one's turn"
+    assert sorted(e.name for e in co.take_evictions()) == ["low0", "low1", "low2"]
 
 
 def test_the_pass_tells_a_job_its_quota_refuses_why_though_it_was_never_asked_about() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from extender.core import recovery
 from extender.core.engine import Engine
 from extender.core.gangs.plan_record import PLAN_ANNOTATION, encode
 from extender.core.model.rejection import Rejection
@@ -45,7 +46,7 @@ def test_a_recorded_plan_comes_back_and_its_members_are_nudged() -> None:
     members = [recorded(m, f"n{i}") for i, m in enumerate(gang_pods("ring", 2, gpu=8))]
     c = Cluster(nodes=[node("n0"), node("n1")], pods=members)
     co = Engine()
-    assert co.restore_plans(c.snap(), NOW) == 1
+    assert recovery.restore_plans(co, c.snap(), NOW) == 1
     assert co.take_notices() == [], "restored: not announced again"
     assert sorted(co.kick_candidates(c.snap(), NOW)) == sorted(name_of(m) for m in members)
 
@@ -55,7 +56,7 @@ def test_a_restored_plan_counts_against_its_queue() -> None:
     members = [recorded(m, f"n{i}") for i, m in enumerate(gang_pods("ring", 2, labels=labels))]
     c = Cluster(nodes=[node("n0"), node("n1")], pods=members)
     co = with_policy(queue("q", max=gpus(8)))
-    co.restore_plans(c.snap(), NOW)
+    recovery.restore_plans(co, c.snap(), NOW)
     reserved, _ = co.ledger.reserved(co.reservations.amounts())
     assert reserved["q"][GPU] == 2
 
@@ -68,7 +69,7 @@ def test_the_victims_a_restored_plan_still_waits_for_are_evicted() -> None:
     [member] = [recorded(m, "n0", victims) for m in gang_pods("ring", 1, gpu=8)]
     c = Cluster(nodes=[node("n0")], pods=[low, leaving, member])
     co = Engine()
-    assert co.restore_plans(c.snap(), NOW) == 1
+    assert recovery.restore_plans(co, c.snap(), NOW) == 1
     evictions = co.take_evictions()
     assert [(e.name, e.rule, e.plan) for e in evictions] == [("low", "recovery", RING)], (
         "the pod being deleted is on its way out"
@@ -83,7 +84,9 @@ def test_a_gang_running_in_part_whose_missing_members_fit_nowhere_is_evicted_who
         nodes=[node("n0"), node("n1")], pods=[bound(first, "n0"), recorded(second, "n1"), taker]
     )
     co = Engine()
-    assert co.restore_plans(c.snap(), NOW) == 0, "n1 was taken since: the record holds no more"
+    assert recovery.restore_plans(co, c.snap(), NOW) == 0, (
+        "n1 was taken since: the record holds no more"
+    )
     assert [(e.name, e.rule) for e in co.take_evictions()] == [("ring-0", "recovery")]
 
 
@@ -97,7 +100,7 @@ def test_pending_gang_members_are_parked_as_their_filter_would_have_left_them() 
     spoiled[0]["metadata"]["annotations"]["gangplank.io/gang-size"] = "many"
     c = Cluster(nodes=[node("n0"), node("n1")], pods=[*incomplete, *too_big, *spoiled])
     co = Engine()
-    assert co.adopt_pending(c.snap(), NOW) == []
+    assert recovery.adopt_pending(co, c.snap(), NOW) == []
     kind = co.waiting.parked_kind
     assert kind("gangplank:default/few", incomplete[0]["metadata"]["uid"]) is Rejection.INCOMPLETE
     assert kind("gangplank:default/bad", spoiled[0]["metadata"]["uid"]) is Rejection.INVALID
@@ -118,7 +121,7 @@ def test_pods_alone_their_queue_admits_may_go_ahead_and_those_it_refuses_wait_re
     elsewhere["spec"]["schedulerName"] = "default-scheduler"
     c = Cluster(nodes=[node("n0")], pods=[admitted, held, typo, plain, elsewhere])
     co = with_policy(queue("open"), queue("closed", state="closed"))
-    assert co.adopt_pending(c.snap(), NOW) == [name_of(admitted)]
+    assert recovery.adopt_pending(co, c.snap(), NOW) == [name_of(admitted)]
     held_refusal = co.waiting.refusal_of("pod:default/held")
     typo_refusal = co.waiting.refusal_of("pod:default/typo")
     assert held_refusal is not None and held_refusal.rule == "closed"
@@ -131,8 +134,8 @@ def test_planned_pending_pods_may_go_ahead() -> None:
     members = [recorded(m, f"n{i}") for i, m in enumerate(gang_pods("ring", 2, gpu=8))]
     c = Cluster(nodes=[node("n0"), node("n1")], pods=members)
     co = Engine()
-    co.restore_plans(c.snap(), NOW)
-    assert sorted(co.adopt_pending(c.snap(), NOW)) == sorted(name_of(m) for m in members)
+    recovery.restore_plans(co, c.snap(), NOW)
+    assert sorted(recovery.adopt_pending(co, c.snap(), NOW)) == sorted(name_of(m) for m in members)
     assert co.waiting.gangs_waiting() == 0
 
 
@@ -147,15 +150,17 @@ def test_the_records_to_write_are_a_plans_members_not_recorded_yet() -> None:
     assert co.filter(c.snap(), first, ["n0", "n1"], NOW).passed
     plan = co.reservations.get(RING)
     assert plan is not None
-    every = co.records_to_write(c.snap())
+    every = recovery.records_to_write(co, c.snap())
     assert {(w.name, w.value) for w in every} == {
         (m["metadata"]["name"], encode(plan.assignments[uid(m)], plan.deadline)) for m in members
     }
-    assert co.records_to_write(c.snap(), uid=first.uid) == every, "the plan of the pod's job"
-    assert co.records_to_write(c.snap(), key=RING) == every
-    assert co.records_to_write(c.snap(), uid="unknown") == []
+    assert recovery.records_to_write(co, c.snap(), uid=first.uid) == every, (
+        "the plan of the pod's job"
+    )
+    assert recovery.records_to_write(co, c.snap(), key=RING) == every
+    assert recovery.records_to_write(co, c.snap(), uid="unknown") == []
     c.add("pods", *(recorded_as(m, w.value) for m in members for w in every if w.uid == uid(m)))
-    assert co.records_to_write(c.snap()) == [], "recorded already"
+    assert recovery.records_to_write(co, c.snap()) == [], "recorded already"
 
 
 def uid(raw: dict[str, Any]) -> str:

@@ -1,5 +1,6 @@
 """Why a gang member is parked (`core/model/rejection.py`): three kinds, whose values are the
-`reason` labels of the plan-failures metric and what the waiting room files each parked pod under."""
+`reason` labels of the plan-failures metric, and under which the waiting room files each parked
+pod."""
 
 from __future__ import annotations
 
