@@ -1,17 +1,19 @@
 """Read a pod watch event from its JSON line without building the whole object.
 
-Parsing an event into Python dicts and lists costs more than everything else done with it, and
-most of what it builds is never read: managedFields, the status' conditions and container states,
-the spec of a pod already converted. So a line is first read against a schema of only what decides
-whether the pod changed for gangplank (msgspec skips the rest without building it): the event's
-type, the pod's uid, resourceVersion and deletionTimestamp, the status fields gangplank reads
-(phase, startTime, restart counts), and, kept as the raw JSON text, the spec and the labels,
-annotations and ownerReferences. Those texts make a "quick" fingerprint (the name, namespace and
-creationTimestamp, read when the pod was first converted, never change for a uid); when it is
-the one the memo kept for the pod (or, for a binding, that of the kept unbound pod with the
-nodeName member cut), the pod is brought up to date from the status fields (cache.pod_memo).
-Otherwise, or for anything this schema does not expect (a field of another type: the full
-conversion then says what is wrong), the line is parsed in full as before.
+Parsing an event into Python dicts and lists costs more than everything else done with it, and most
+of what it builds is never read: managedFields, the conditions' times and messages, the container
+states but the waiting reason, the spec of a pod already converted. So a line is first read against
+a schema of only what decides whether the pod changed for gangplank (msgspec skips the rest without
+building it): the event's type, the pod's uid, resourceVersion and deletionTimestamp, the status
+fields gangplank reads (phase, startTime, restart counts, the Ready condition's status, the
+containers' waiting reasons: of each condition and container status only those members are built),
+and, kept as the raw JSON text, the spec and the labels, annotations and ownerReferences. Those
+texts make a "quick" fingerprint (the name, namespace and creationTimestamp, read when the pod was
+first converted, never change for a uid); when it is the one the memo kept for the pod (or, for a
+binding, that of the kept unbound pod with the nodeName member cut), the pod is brought up to date
+from the status fields (cache.pod_memo). Otherwise, or for anything this schema does not expect (a
+field of another type: the full conversion then says what is wrong), the line is parsed in full as
+before.
 
 The fingerprint of a listed pod (no line: the list came as one page) is made from the parsed
 objects written out again by orjson, which writes JSON as the API server does (compact, fields in
@@ -27,6 +29,8 @@ from typing import Any
 import msgspec
 import orjson
 from msgspec import Raw, Struct
+
+from extender.kube.convert import restart_total
 
 # What the fast reading handles; anything else (ERROR events first) goes to the full parse.
 CHANGES = frozenset({"ADDED", "MODIFIED", "DELETED"})
@@ -44,18 +48,59 @@ class _Meta(Struct, gc=False):
     ownerReferences: Raw = Raw()
 
 
+class _Waiting(Struct, gc=False):
+    reason: str | None = None
+
+
+class _State(Struct, gc=False):
+    waiting: _Waiting | None = None  # (running and terminated are skipped)
+
+
 class _ContainerStatus(Struct, gc=False):
     restartCount: int = 0
+    state: _State | None = None
+
+
+class _Condition(Struct, gc=False):
+    type: str | None = None
+    status: str | None = None
 
 
 class Status(Struct, gc=False):
     """The status fields a pod's conversion reads (convert.pod_phase, pod_started,
-    pod_restarts), as written: None when absent. The restart counts are summed as
-    convert.pod_restarts sums them (convert.restart_total)."""
+    pod_restarts, pod_ready, pod_waiting_reason), as written: None when absent. Of each
+    condition only its type and status are read, of each container its restart count and
+    waiting reason."""
 
     phase: str | None = None
     startTime: str | None = None
+    conditions: list[_Condition] | None = None
+    initContainerStatuses: list[_ContainerStatus] | None = None
     containerStatuses: list[_ContainerStatus] | None = None
+
+    def summary(self) -> tuple[int, bool, str]:
+        """(restarts, ready, waiting reason) as the conversion works them out (convert.
+        pod_restarts, pod_ready, pod_waiting_reason): the containers' restart counts summed,
+        whether a Ready condition is "True", the first waiting reason of the init containers
+        then the others. One call of plain loops: three methods, or generators, cost twice as
+        much (0.49 us a line against 0.20, measured in one run), on every line."""
+        statuses = self.containerStatuses
+        restarts = restart_total(c.restartCount for c in statuses) if statuses else 0
+        ready = False
+        conditions = self.conditions
+        if conditions:
+            for condition in conditions:
+                if condition.type == "Ready" and condition.status == "True":
+                    ready = True
+                    break
+        init = self.initContainerStatuses
+        if init or statuses:
+            for group in (init, statuses):
+                for container in group or ():
+                    state = container.state
+                    if state is not None and state.waiting is not None and state.waiting.reason:
+                        return restarts, ready, state.waiting.reason
+        return restarts, ready, ""
 
 
 _NO_STATUS = Status()

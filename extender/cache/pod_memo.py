@@ -1,13 +1,14 @@
 """Convert watched pods without redoing what did not change.
 
-Most pod watch events only change the pod's status (conditions, IPs, container states) or
-metadata gangplank does not read (resourceVersion, managedFields). A pod's spec is nearly
+Most pod watch events only change the pod's status (conditions, IPs, container states) or metadata
+gangplank does not read (resourceVersion, managedFields); of the status it reads the phase, start
+time, restarts, the Ready condition and the containers' waiting reasons. A pod's spec is nearly
 immutable, and converting it (requests summed over containers, tolerations, affinity, the gang it
 belongs to) is most of the cost of an event. So the last conversion of each pod is kept with a
-fingerprint of the parts it was made from: the spec (but for its nodeName, which binding sets),
-and the metadata gangplank reads (but for deletionTimestamp). When an event brings the same
-fingerprint, only the node, deletion and status fields are read again; when those are the same
-too, the very same PodInfo comes back and the store has nothing to do.
+fingerprint of the parts it was made from: the spec (but for its nodeName, which binding sets), and
+the metadata gangplank reads (but for deletionTimestamp). When an event brings the same
+fingerprint, only the node, deletion and status fields are read again; when those are the same too,
+the very same PodInfo comes back and the store has nothing to do.
 
 The fingerprint is Python's hash of the parts serialised by orjson: keyed per process (SipHash),
 so a pod's author cannot make two different specs collide on purpose.
@@ -31,15 +32,16 @@ from extender.kube.convert import (
     ConversionError,
     pod_from_api,
     pod_phase,
+    pod_ready,
     pod_restarts,
     pod_started,
-    restart_total,
+    pod_waiting_reason,
 )
 
-_RawStatus = tuple[str | None, bool, Any, Any, int]
+_RawStatus = tuple[str | None, bool, Any, Any, int, bool, str]
 # (fingerprint of the spec but its nodeName and of the metadata, the quick fingerprint of the
-# pod's last line (None: not known), (nodeName, deleting, phase, startTime, restarts) as written,
-# the conversion)
+# pod's last line (None: not known), (nodeName, deleting, phase, startTime, restarts, ready,
+# waiting reason) as written (the last three as read), the conversion)
 _Seen = tuple[int, int | None, _RawStatus, PodInfo]
 
 
@@ -70,12 +72,19 @@ class PodMemo:
         uid, fingerprint, node, deleting, status = prints
         if quick is None:
             quick = pod_lines.quick_of_object(raw)
+        restarts, ready, waiting = (
+            pod_restarts(status),
+            pod_ready(status),
+            pod_waiting_reason(status),
+        )
         raw_status: _RawStatus = (
             node,
             deleting,
             status.get("phase"),
             status.get("startTime"),
-            pod_restarts(status),
+            restarts,
+            ready,
+            waiting,
         )
         seen = self._seen.get(uid)
         if seen is not None and seen[0] == fingerprint:
@@ -84,9 +93,8 @@ class PodMemo:
             if seen[2] == raw_status:
                 pod = old
             else:
-                pod = with_status(
-                    old, node, pod_phase(status), pod_started(status), raw_status[4], deleting
-                )
+                phase, started = pod_phase(status), pod_started(status)
+                pod = with_status(old, node, phase, started, restarts, ready, waiting, deleting)
         else:
             pod = pod_from_api(raw)
         self._seen[uid] = (fingerprint, quick, raw_status, pod)
@@ -110,9 +118,16 @@ class PodMemo:
                 return None
             quick, node = line.quick, binding[1]
         status = line.status
-        statuses = status.containerStatuses
-        restarts = restart_total(c.restartCount for c in statuses) if statuses else 0
-        raw_status = (node, line.deleting, status.phase, status.startTime, restarts)
+        restarts, ready, waiting = status.summary()
+        raw_status = (
+            node,
+            line.deleting,
+            status.phase,
+            status.startTime,
+            restarts,
+            ready,
+            waiting,
+        )
         self.from_lines += 1
         if raw_status == kept:
             return old, False
@@ -126,7 +141,7 @@ class PodMemo:
         except ConversionError:
             self.from_lines -= 1
             return None
-        pod = with_status(old, node, phase, started, restarts, line.deleting)
+        pod = with_status(old, node, phase, started, restarts, ready, waiting, line.deleting)
         self._seen[line.uid] = (fingerprint, quick, raw_status, pod)
         return pod, True
 
@@ -140,7 +155,14 @@ class PodMemo:
 
 
 def with_status(
-    pod: PodInfo, node: str | None, phase: str, started: float, restarts: int, deleting: bool
+    pod: PodInfo,
+    node: str | None,
+    phase: str,
+    started: float,
+    restarts: int,
+    ready: bool,
+    waiting_reason: str,
+    deleting: bool,
 ) -> PodInfo:
     """`pod` with what binding, the kubelet and deletion change (dataclasses.replace, at a
     third of its cost: this runs for most watch events)."""
@@ -164,6 +186,8 @@ def with_status(
         started,
         pod.job,
         restarts,
+        ready,
+        waiting_reason,
     )
 
 

@@ -237,6 +237,38 @@ def restart_total(counts: Iterable[object]) -> int:
     return total
 
 
+def pod_ready(status: Mapping[str, Any]) -> bool:
+    """Whether the pod's `Ready` condition (in `status.conditions`) is "True"."""
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    for condition in conditions:
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == "Ready"
+            and condition.get("status") == "True"
+        ):
+            return True
+    return False
+
+
+def pod_waiting_reason(status: Mapping[str, Any]) -> str:
+    """The `state.waiting.reason` of the first container waiting with one (init containers
+    first, then the others), e.g. ImagePullBackOff or CrashLoopBackOff; "" when none is. What
+    is not a non-empty string counts as no reason."""
+    for key in ("initContainerStatuses", "containerStatuses"):
+        statuses = status.get(key)
+        if not isinstance(statuses, list):
+            continue
+        for entry in statuses:
+            state = entry.get("state") if isinstance(entry, Mapping) else None
+            waiting = state.get("waiting") if isinstance(state, Mapping) else None
+            reason = waiting.get("reason") if isinstance(waiting, Mapping) else None
+            if isinstance(reason, str) and reason:
+                return reason
+    return ""
+
+
 # What a pod's spec (but its nodeName) converts to: requests, priority, schedulerName,
 # nodeSelector, tolerations, required node affinity, schedulingGroup's podGroupName.
 _SpecParts = tuple[
@@ -327,6 +359,8 @@ def pod_from_api(raw: Any) -> PodInfo:
         deleting=metadata.get("deletionTimestamp") is not None,
         started=pod_started(status),
         restarts=pod_restarts(status),
+        ready=pod_ready(status),
+        waiting_reason=pod_waiting_reason(status),
         job=gang or single_key(namespace, name),
     )
 

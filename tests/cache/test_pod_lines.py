@@ -20,6 +20,7 @@ from tests.builders import node, pod
 
 Obj = dict[str, Any]
 NODES = ("n1", "n2", "n3")
+REASONS = ("ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "")
 
 
 def line(event_type: str, obj: Obj) -> bytes:
@@ -87,6 +88,24 @@ EDITS: list[tuple[str, Callable[[Obj, random.Random], None]]] = [
     ("start", lambda p, r: p["status"].update(startTime="2026-12-03T10:00:00Z")),
     ("running", lambda p, r: p["status"].update(phase="Running")),
     ("restart", lambda p, r: p["status"].update(containerStatuses=[{"restartCount": 2}])),
+    ("ready", lambda p, r: p["status"].update(conditions=[{"type": "Ready", "status": "True"}])),
+    ("unready", lambda p, r: p["status"].update(conditions=[{"type": "Ready", "status": "False"}])),
+    (
+        "image-pull",
+        lambda p, r: p["status"].update(
+            containerStatuses=[
+                {"restartCount": 0, "state": {"running": {}}},
+                {"restartCount": 1, "state": {"waiting": {"reason": r.choice(REASONS)}}},
+            ]
+        ),
+    ),
+    (
+        "init-waiting",
+        lambda p, r: p["status"].update(
+            initContainerStatuses=[{"state": {"waiting": {"reason": r.choice(REASONS)}}}]
+        ),
+    ),
+    ("init-done", lambda p, r: p["status"].pop("initContainerStatuses", None)),
     ("succeeded", lambda p, r: p["status"].update(phase="Succeeded")),
     ("failed", lambda p, r: p["status"].update(phase="Failed")),
     ("relabel", lambda p, r: p["metadata"]["labels"].update({"gangplank.io/queue": "b"})),
@@ -142,6 +161,92 @@ def test_a_status_only_line_of_a_listed_pod_is_applied_without_the_full_parse() 
     ready["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
     assert both.read_fast("MODIFIED", ready)
     assert both.only_pod().restarts == 3
+    assert both.only_pod().ready
+
+
+def running_pod(**status: Any) -> Obj:
+    obj = pod("w-0", uid="u0", node="n1", gpu=2, phase="Running")
+    obj["status"].update(status)
+    return obj
+
+
+def modified(obj: Obj, version: str, **status: Any) -> Obj:
+    changed = copy.deepcopy(obj)
+    changed["status"].update(status)
+    changed["metadata"]["resourceVersion"] = version
+    return changed
+
+
+def test_a_line_that_only_makes_the_pod_ready_updates_the_stored_pod() -> None:
+    running = running_pod(conditions=[{"type": "Ready", "status": "False"}])
+    both = Both([running])
+    assert not both.only_pod().ready
+    generation = both.fast.snapshot().generation
+    ready = modified(running, "7", conditions=[{"type": "Ready", "status": "True"}])
+    assert both.read_fast("MODIFIED", ready)
+    assert both.only_pod().ready
+    snap = both.fast.snapshot()
+    assert snap.generation != generation
+    assert [p.ready for p in snap.nodes["n1"].pods] == [True]
+    assert both.read_fast("MODIFIED", modified(ready, "8", conditions=[]))
+    assert not both.only_pod().ready
+
+
+def test_a_line_that_only_sets_a_waiting_reason_updates_the_stored_pod() -> None:
+    starting = running_pod(containerStatuses=[{"name": "main", "state": {"waiting": {}}}])
+    both = Both([starting])
+    generation = both.fast.snapshot().generation
+    pulling = modified(
+        starting,
+        "7",
+        containerStatuses=[
+            {"name": "main", "restartCount": 0, "state": {"waiting": {"reason": "ErrImagePull"}}}
+        ],
+    )
+    assert both.read_fast("MODIFIED", pulling)
+    assert both.only_pod().waiting_reason == "ErrImagePull"
+    assert both.fast.snapshot().generation != generation
+    # An init container waiting comes first.
+    init = modified(
+        pulling,
+        "8",
+        initContainerStatuses=[
+            {"name": "fetch", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+        ],
+    )
+    assert both.read_fast("MODIFIED", init)
+    assert both.only_pod().waiting_reason == "ImagePullBackOff"
+
+
+def test_a_line_that_changes_nothing_read_does_not_touch_the_store() -> None:
+    running = running_pod(
+        conditions=[{"type": "Ready", "status": "True"}],
+        containerStatuses=[{"name": "main", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+    )
+    both = Both([running])
+    kept = both.only_pod()
+    generation = both.fast.snapshot().generation
+    churn = modified(
+        running,
+        "7",
+        podIP="10.0.0.9",
+        conditions=[
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Ready", "status": "True", "lastProbeTime": None, "message": "ok"},
+            {"type": "ContainersReady", "status": "False"},
+        ],
+        containerStatuses=[
+            {
+                "name": "main",
+                "ready": False,
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m"}},
+            }
+        ],
+    )
+    assert both.read_fast("MODIFIED", churn)
+    assert both.only_pod() is kept
+    assert both.fast.snapshot().generation == generation
 
 
 def test_the_quick_fingerprint_of_a_listed_pod_is_that_of_its_line() -> None:
@@ -175,6 +280,10 @@ def test_a_line_written_otherwise_than_orjson_writes_is_read_in_full_once_then_f
         lambda p: p["status"].update(containerStatuses=[{"restartCount": "two"}]),
         lambda p: p["status"].update(containerStatuses=[{"restartCount": True}]),
         lambda p: p["status"].update(containerStatuses=None),
+        lambda p: p["status"].update(conditions=[{"type": "Ready", "status": True}]),
+        lambda p: p["status"].update(conditions={"Ready": "True"}),
+        lambda p: p["status"].update(containerStatuses=[{"state": {"waiting": {"reason": 7}}}]),
+        lambda p: p["status"].update(initContainerStatuses=[{"state": "waiting"}]),
         lambda p: p.update(status=None),
         lambda p: p["metadata"].update(name=12),
         lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="lots"),
@@ -185,6 +294,10 @@ def test_a_line_written_otherwise_than_orjson_writes_is_read_in_full_once_then_f
         "restarts-str",
         "restarts-bool",
         "no-statuses",
+        "ready-bool",
+        "conditions-object",
+        "reason-int",
+        "state-str",
         "null",
         "name",
         "cpu",

@@ -38,6 +38,12 @@ def changes(base: dict[str, Any]) -> list[dict[str, Any]]:
     step(lambda p: p["status"].update(phase="Running", podIP="10.0.0.1"))
     step(lambda p: p["metadata"]["labels"].update({"gangplank.io/queue": "research"}))
     step(lambda p: p["status"].update(containerStatuses=[{"name": "main", "restartCount": 2}]))
+    step(lambda p: p["status"].update(conditions=[{"type": "Ready", "status": "True"}]))
+    step(
+        lambda p: p["status"].update(
+            containerStatuses=[{"name": "main", "state": {"waiting": {"reason": "ErrImagePull"}}}]
+        )
+    )
     step(lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="3"))
     step(lambda p: p["metadata"].update(annotations={"gangplank.io/gang-size": "4"}))
     step(lambda p: p["status"].update(phase="Succeeded"))
@@ -52,18 +58,38 @@ def test_every_version_of_a_pod_converts_as_a_full_conversion_would() -> None:
     assert memo.reused >= 6  # status, binding and deletion changes came from the memo
 
 
-def test_a_status_only_change_gives_back_the_same_pod_and_the_store_does_nothing() -> None:
+def test_a_status_change_not_read_gives_back_the_same_pod_and_the_store_does_nothing() -> None:
     store = ClusterStore()
     handlers = handlers_for(store)
     handlers["nodes"].replace([node("n1", cpu="32", gpu=8)])
     running = pod("w-0", uid="u0", node="n1", gpu=2, phase="Running")
     handlers["pods"].apply("ADDED", running)
     generation = store.snapshot().generation
+    scheduled = copy.deepcopy(running)
+    scheduled["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    scheduled["status"]["podIP"] = "10.0.0.3"
+    scheduled["metadata"]["resourceVersion"] = "999"
+    handlers["pods"].apply("MODIFIED", scheduled)
+    assert store.snapshot().generation == generation
+
+
+def test_a_pod_becoming_ready_or_waiting_on_its_image_reaches_the_store() -> None:
+    store = ClusterStore()
+    handlers = handlers_for(store)
+    handlers["nodes"].replace([node("n1", cpu="32", gpu=8)])
+    running = pod("w-0", uid="u0", node="n1", gpu=2, phase="Running")
+    handlers["pods"].apply("ADDED", running)
     ready = copy.deepcopy(running)
     ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-    ready["metadata"]["resourceVersion"] = "999"
+    handlers["pods"].apply("MODIFIED", copy.deepcopy(ready))
+    (stored,) = store.snapshot().nodes["n1"].pods
+    assert stored.ready and stored.waiting_reason == ""
+    ready["status"]["containerStatuses"] = [
+        {"name": "main", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+    ]
     handlers["pods"].apply("MODIFIED", ready)
-    assert store.snapshot().generation == generation
+    (stored,) = store.snapshot().nodes["n1"].pods
+    assert stored.waiting_reason == "ImagePullBackOff"
 
 
 def test_a_deleted_pod_is_forgotten_and_a_relist_keeps_only_listed_pods() -> None:
@@ -114,9 +140,16 @@ def test_pods_sharing_a_spec_keep_their_own_node_and_names() -> None:
 
 def test_with_status_keeps_every_other_field() -> None:
     base = pod_from_api(pod("w-0", uid="u0", gpu=1, labels={"gangplank.io/queue": "q"}))
-    changed = with_status(base, "n1", "Running", 5.0, 3, True)
+    changed = with_status(base, "n1", "Running", 5.0, 3, True, "CrashLoopBackOff", True)
     expected = replace(
-        base, node_name="n1", phase="Running", started=5.0, restarts=3, deleting=True
+        base,
+        node_name="n1",
+        phase="Running",
+        started=5.0,
+        restarts=3,
+        ready=True,
+        waiting_reason="CrashLoopBackOff",
+        deleting=True,
     )
     assert same(changed, expected)
 

@@ -86,6 +86,50 @@ def test_a_pod_reads_owner_priority_phase_and_deletion() -> None:
     assert info.created == 1_796_115_600.0 and info.holds_resources  # 2026-12-01T09:00:00Z
 
 
+def running(**status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "w-0"}, "status": {"phase": "Running", **status}}
+
+
+def test_a_pod_is_ready_when_its_ready_condition_is_true() -> None:
+    scheduled = {"type": "PodScheduled", "status": "True"}
+    assert pod_from_api(running(conditions=[scheduled, {"type": "Ready", "status": "True"}])).ready
+    for conditions in (
+        [scheduled],
+        [{"type": "Ready", "status": "False"}],
+        [{"type": "ContainersReady", "status": "True"}],
+        [{"type": "Ready", "status": True}, "Ready"],
+        {"Ready": "True"},
+    ):
+        assert not pod_from_api(running(conditions=conditions)).ready, conditions
+    assert not pod_from_api(running()).ready
+
+
+def test_the_waiting_reason_is_that_of_the_first_container_waiting_with_one() -> None:
+    def waiting(reason: object) -> dict[str, Any]:
+        return {"name": "c", "state": {"waiting": {"reason": reason, "message": "..."}}}
+
+    started = {"name": "c", "restartCount": 1, "state": {"running": {"startedAt": "now"}}}
+    assert pod_from_api(running()).waiting_reason == ""
+    assert pod_from_api(running(containerStatuses=[started])).waiting_reason == ""
+    assert (
+        pod_from_api(
+            running(containerStatuses=[started, waiting(""), waiting("ImagePullBackOff")])
+        ).waiting_reason
+        == "ImagePullBackOff"
+    )
+    # Init containers come first.
+    both = running(
+        initContainerStatuses=[{"name": "i", "state": {"terminated": {}}}, waiting("ErrImagePull")],
+        containerStatuses=[waiting("PodInitializing")],
+    )
+    assert pod_from_api(both).waiting_reason == "ErrImagePull"
+    # What is not a reason counts as none.
+    odd = running(
+        containerStatuses=[waiting(7), {"state": "waiting"}, "c", waiting("CrashLoopBackOff")]
+    )
+    assert pod_from_api(odd).waiting_reason == "CrashLoopBackOff"
+
+
 @pytest.mark.parametrize(
     "raw,message",
     [
