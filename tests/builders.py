@@ -244,3 +244,33 @@ def eviction(name: str, namespace: str = "default") -> Eviction:
         preemptor=(namespace, "urgent"),
         preemptor_message="",
     )
+
+
+def bound_pod(
+    raw: dict[str, Any],
+    node_name: str,
+    started: float,
+    *,
+    ready: bool = True,
+    waiting: str = "",
+    restarts: int = 0,
+    phase: str = "Running",
+) -> dict[str, Any]:
+    """`raw` bound to `node_name`, started at `started` (unix time), with its Ready condition and
+    its container's state as the kubelet reports them."""
+    from datetime import UTC, datetime
+
+    stamp = datetime.fromtimestamp(started, UTC).isoformat().replace("+00:00", "Z")
+    state: dict[str, Any] = {"waiting": {"reason": waiting}} if waiting else {"running": {}}
+    return {
+        **raw,
+        "spec": {**raw["spec"], "nodeName": node_name},
+        "status": {
+            "phase": phase,
+            "startTime": stamp,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "containerStatuses": [
+                {"name": "main", "restartCount": restarts, "ready": ready, "state": state}
+            ],
+        },
+    }

@@ -94,7 +94,7 @@ class CoreSim:
 
     def _evict(self) -> None:
         """Carry out the evictions the engine planned (the runtime's evictor, at once)."""
-        for eviction in self.co.take_evictions():
+        for eviction in self.co.preemption.take_evictions():
             for job in self.jobs.values():
                 match = [p for p in job.pods if p["metadata"]["uid"] == eviction.uid]
                 if match and job.started is not None and job.name not in self.evicted:

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from extender.cli.args import ExamplesFormatter, Parser, above, base_url
+from extender.core.model.quantity import format_age
 
 DEFAULT_URL = "http://127.0.0.1:18888"
 
@@ -119,6 +120,13 @@ def render_status(status: dict[str, Any]) -> str:
     if waiting:
         rows = [[w["job"], w["parked"], w["reason"]] for w in waiting]
         lines += ["", table(rows, ["WAITING GANG", "PARKED", "LAST REASON"])]
+    held = status.get("held_jobs") or []
+    if held:
+        rows = [[h["job"], h["requeues"], h["reason"]] for h in held]
+        lines += ["", table(rows, ["HELD (UNTIL A PERSON ACTS)", "REQUEUES", "WHY"])]
+    idle = status.get("idle_jobs") or []
+    if idle:
+        lines += ["", table([[i["job"], i["reason"]] for i in idle], ["IDLE JOB", "WHY"])]
     return "\n".join(lines)
 
 
@@ -175,10 +183,7 @@ def render_pods(answer: dict[str, Any]) -> str:
 
 def duration(seconds: float) -> str:
     """`45s`, `12m`, `3h`, `2d`, as kubectl shows ages."""
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size:.0f}{unit}"
-    return f"{seconds:.0f}s"
+    return format_age(seconds)
 
 
 OUTPUTS = ("table", "json", "yaml")

@@ -9,10 +9,9 @@
     pass       the waiting room answers whom to retry; the line gives the hold to the head of
                the fair line and lets its first jobs preempt (`line.nudges`)
 
-Components: `Reservations` (plans), `HoldKeeper` (the hold), `GangPlacer` (plans gangs),
-`WaitingRoom` (who waits and why), `Ledger` (admitted, not bound), `QueueBook` (queue usage),
-`Preemption` (victims and evictions). Each call gets its context (`now`, `stale`: why the
-cluster view may not be trusted, "" while fresh) as arguments.
+Components (docs/architecture.md says what each owns): `Reservations`, `HoldKeeper`,
+`GangPlacer`, `WaitingRoom`, `Ledger`, `QueueBook`, `Preemption`, `Lifecycle`. Each call gets its
+context (`now`; `stale`: why the view may not be trusted, "" while fresh) as arguments.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from extender.core.gangs.holder import HoldKeeper
 from extender.core.gangs.placer import GangConfig, GangPlacer, Placed
 from extender.core.gangs.plan_record import ToWrite
 from extender.core.gangs.reservations import GangOutcomes, Reservations
+from extender.core.lifecycle.lifecycle import Lifecycle
 from extender.core.line import Line
 from extender.core.model.answers import (
     MAX_SCORE,
@@ -34,17 +34,17 @@ from extender.core.model.answers import (
     NodeScores,
     Victims,
 )
+from extender.core.model.gpu_use import GpuUse
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.notices import Notice, Outbox
 from extender.core.model.rejection import Rejection
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.scoring import PlacementScorer, ScoreWeights
 from extender.core.placement.topology import DEFAULT_TOPOLOGY
-from extender.core.preemption.evictions import Eviction
 from extender.core.preemption.preemption import Preemption
 from extender.core.queues.book import QueueBook
 from extender.core.queues.gate import queue_of
-from extender.core.queues.ledger import Ledger, QueueOutcomes
+from extender.core.queues.ledger import Ledger
 from extender.core.queues.policy import Policy
 from extender.core.waiting import Ref, WaitingRoom
 
@@ -66,6 +66,7 @@ class Engine:
             self.reservations, self.placer.free_of, self.config.reservation_seconds
         )
         self.ledger = Ledger()
+        self.lifecycle = Lifecycle(self.preemption.evictions, self.outbox, self.waiting)
         self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
         self.line = Line(self)
         self.scheduler_names = frozenset(scheduler_names)
@@ -124,6 +125,9 @@ class Engine:
             queue = self.queue_of(pod)[0] if self.policy is not None else None
             if not is_single(key) or queue is not None:
                 return self.waiting.wait_for_fresh_view(pod, key, queue, stale, names, now)
+        held = None if planned else self.lifecycle.gate(snapshot, pod, key, names, now)
+        if held is not None:  # a requeued job waits out its backoff
+            return held
         if self.policy is None:
             return self.place(snapshot, key, pod, names, now, stale)
         queue, problem = self.queue_of(pod)
@@ -205,9 +209,11 @@ class Engine:
         return self.line.preempt(snapshot, pod, candidates, now)
 
     # ---- the periodic pass ------------------------------------------
-    def kick_candidates(self, snapshot: Snapshot, now: float, stale: str = "") -> list[Ref]:
-        """Parked pods kube-scheduler should retry now (see `waiting.py`), after the line's
-        work: preemption for its first jobs, the hold for its head."""
+    def kick_candidates(
+        self, snapshot: Snapshot, now: float, stale: str = "", use: GpuUse | None = None
+    ) -> list[Ref]:
+        """Parked pods kube-scheduler should retry now (see `waiting.py`), after the pass's
+        work (`line.nudges`; `use`: GPU use read from Prometheus, for `lifecycle/`)."""
         self.now = now
         self.sync(snapshot, now)
         refs = self.waiting.gang_nudges(
@@ -217,9 +223,9 @@ class Engine:
             partial(self.reservations.victims_gone, snapshot),
             lambda gang: self.placer.fits_now(snapshot, gang),
         )
-        refs += self.waiting.handed_in(fresh=not stale)
+        refs += self.waiting.handed_in(fresh=not stale, now=now)
         if self.policy is not None:
-            refs += self.line.nudges(snapshot, now, stale)
+            refs += self.line.nudges(snapshot, now, stale, use)
         return refs
 
     # ---- what the adapters take and ask ------------------------------------------
@@ -227,14 +233,8 @@ class Engine:
         """State changes to tell people since the last call (for Events)."""
         return self.outbox.take()
 
-    def take_evictions(self) -> list[Eviction]:
-        return self.preemption.take_evictions()
-
     def take_outcomes(self) -> GangOutcomes:
         return self.reservations.take_outcomes(self.placer.take_failures())
-
-    def take_queue_outcomes(self) -> QueueOutcomes:
-        return self.ledger.take_outcomes()
 
     def restore_plans(self, snapshot: Snapshot, now: float) -> int:
         """The plans an earlier process recorded, back in memory (see `recovery.py`)."""

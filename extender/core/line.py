@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from extender.core.gangs.gang import Gang, resolve_gang
 from extender.core.model.answers import FilterResult, Victims
+from extender.core.model.gpu_use import GpuUse
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.rejection import Rejection
 from extender.core.model.snapshot import PodInfo, Snapshot
@@ -192,13 +193,18 @@ class Line:
         return engine.preemption.narrow(snapshot, pod, candidates, now, policy, book)
 
     # ---- each pass ------------------------------------------
-    def nudges(self, snapshot: Snapshot, now: float, stale: str) -> list[Ref]:
-        """The line's work for this pass; returns the refused jobs their queue admits now."""
+    def nudges(self, snapshot: Snapshot, now: float, stale: str, use: GpuUse | None) -> list[Ref]:
+        """The pass's work with a policy: jobs that hold GPUs and do not use them (`lifecycle/`,
+        with `use`), the line's preemption and hold; returns the refused jobs their queue admits
+        now."""
         engine = self._engine
         policy = engine.policy
         assert policy is not None
         book = engine.book_for(snapshot)
         if not stale:
+            jobs = engine.reservations.jobs()
+            engine.lifecycle.review(snapshot, now, policy, use, engine.scheduler_names, jobs)
+            engine.preemption.first = engine.lifecycle.reclaim_first()
             self._reclaim_pass(snapshot, book, now)
         book = engine.book_for(snapshot)
         self._give_hold(snapshot, book, now)

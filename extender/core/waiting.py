@@ -12,7 +12,7 @@ which parked pods may go ahead:
 - a job refused by its queue (`refuse`): when its queue admits it (`queue_nudges`);
 - a pod told to wait for a fresh view of the cluster (`wait_for_fresh_view`): once it is fresh;
 - pods handed in by others (`nudge_later`: members of restored plans, refused jobs that got a
-  preemption plan).
+  preemption plan), and pods of a requeued job once its backoff ends (`nudge_at`).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ class WaitingRoom:
         self._refused: dict[str, Refused] = {}
         self._stale: dict[str, Ref] = {}  # waiting for a fresh view
         self._later: dict[str, Ref] = {}  # handed in by others
+        self._timed: dict[str, tuple[Ref, float]] = {}  # waiting out a backoff: pod, until
         self._nudged: dict[str, float] = {}  # job -> when its refused pods were last nudged
         self._reasons: dict[str, tuple[str, float]] = {}  # job -> (last reason, when)
         self._refused_checked: tuple[object, ...] = ()
@@ -268,9 +269,16 @@ class WaitingRoom:
     def nudge_later(self, refs: dict[str, Ref] | Iterable[tuple[str, Ref]]) -> None:
         self._later.update(refs)
 
-    def handed_in(self, fresh: bool) -> list[Ref]:
-        """Pods handed in to be nudged, and (once the view is fresh) those that waited for it."""
-        out: list[Ref] = []
+    def nudge_at(self, pod: PodInfo, when: float) -> None:
+        """`pod` waits until `when` (a requeued job's backoff): nudged then."""
+        self._timed[pod.uid] = ((pod.namespace, pod.name), when)
+
+    def handed_in(self, fresh: bool, now: float) -> list[Ref]:
+        """Pods handed in to be nudged, those whose wait ends by `now`, and (once the view is
+        fresh) those that waited for it."""
+        out: list[Ref] = [ref for ref, when in self._timed.values() if when <= now]
+        if out:
+            self._timed = {u: (r, w) for u, (r, w) in self._timed.items() if w > now}
         if self._stale and fresh:
             out += self._stale.values()
             self._stale = {}

@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:  # what the core counts and reports, read here
     from extender.core.gangs.reservations import GangOutcomes as Outcomes
+    from extender.core.lifecycle.lifecycle import LifecycleOutcomes
     from extender.core.model.gpu_use import GpuUse
     from extender.core.preemption.preemption import PreemptionOutcomes
     from extender.core.queues.ledger import QueueOutcomes
@@ -230,6 +231,50 @@ class Metrics:
         )
         self._gpu_use = _GpuUseCollector()
         r.register(self._gpu_use)
+
+        self.waste = Counter(
+            "gangplank_waste_gpu_seconds",
+            "GPU-seconds held by jobs that do not use them, by kind: not-ready (bound, never all "
+            "Running and Ready), broken (lost members after running whole), idle (GPUs below "
+            "the idleGpu threshold over its window). Counted only under a lifecycle: policy.",
+            ["kind"],
+            registry=r,
+        )
+        self.freed = Counter(
+            "gangplank_lifecycle_freed_gpus",
+            "GPUs given back by evicting jobs under a lifecycle rule (not-ready, stale-gang, "
+            "max-runtime, idle).",
+            ["rule"],
+            registry=r,
+        )
+        self.requeues = Counter(
+            "gangplank_requeues",
+            "Jobs evicted whole and requeued, by rule (not-ready; max-runtime: held at once).",
+            ["rule"],
+            registry=r,
+        )
+        self.held_jobs = Gauge(
+            "gangplank_jobs_held",
+            "Jobs held until a person acts: past their requeue limit, or stopped at maxRuntime.",
+            registry=r,
+        )
+        self.idle_jobs = Gauge(
+            "gangplank_idle_jobs", "Running jobs whose GPUs are idle (the last review).", registry=r
+        )
+        self.idle_gpus = Gauge(
+            "gangplank_idle_gpus", "GPUs held by idle jobs (the last review).", registry=r
+        )
+
+    def record_lifecycle(self, outcomes: LifecycleOutcomes) -> None:
+        for kind, seconds in outcomes.waste.items():
+            self.waste.labels(kind).inc(seconds)
+        for rule, gpus in outcomes.freed.items():
+            self.freed.labels(rule).inc(gpus)
+        for rule, jobs in outcomes.requeues.items():
+            self.requeues.labels(rule).inc(jobs)
+        self.held_jobs.set(outcomes.held)
+        self.idle_jobs.set(outcomes.idle)
+        self.idle_gpus.set(outcomes.idle_gpus)
 
     def periodic_error(self, step: str) -> None:
         """A step of the periodic pass raised (see extender/service/periodic.py)."""

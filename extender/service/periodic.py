@@ -33,6 +33,7 @@ from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
 from extender.service.evictions import Evictions
 from extender.service.kicker import run_step
+from extender.service.lifecycle_io import LifecycleIO
 from extender.service.readiness import Readiness
 
 REDISCOVER_SECONDS = 3.0  # how often a PodGroup kind that pods wait for is looked for again
@@ -60,6 +61,7 @@ class PeriodicPass:
     def __init__(
         self,
         *,
+        lifecycle_io: LifecycleIO,
         store: ClusterStore,
         scheduler: Engine,
         lock: DecisionLock,
@@ -75,6 +77,7 @@ class PeriodicPass:
     ) -> None:
         """`leading`: the last answer of the leader election (no API call); `publish`: moves what
         the core counted into the metrics; `on_error(step)`: a step raised."""
+        self.lifecycle_io = lifecycle_io
         self.store = store
         self.scheduler = scheduler
         self.lock = lock
@@ -112,8 +115,11 @@ class PeriodicPass:
         reclaim planning, and the evictions planned since the last pass. Returns the pods to
         nudge."""
         self._step("restore-plans", self.restore_plans)
+        self._step("requeues-read", self.read_requeues)
         self._step("learn-mix", self.learn_mix)
+        self._step("gpu-use", self.lifecycle_io.read_use)
         decided = self._step("decide", self.decide) or Decided()
+        self._step("requeues-kept", self.lifecycle_io.save_records)
         # plans made since the last pass are recorded ahead of their first bind
         self._step("record-plans", partial(self.record, decided.records))
         self._step("evictions", partial(self.evictions.carry_out, decided.evictions))
@@ -135,12 +141,13 @@ class PeriodicPass:
             if adopt:
                 self._adopt_at = float("inf")
                 refs += self.scheduler.adopt_pending(snapshot, self.clock())
-            refs += self.scheduler.kick_candidates(snapshot, self.clock(), stale)
+            use = self.lifecycle_io.use
+            refs += self.scheduler.kick_candidates(snapshot, self.clock(), stale, use)
             # Evictions planned before the view went stale wait until it is fresh again, and so
             # do they if the replica has learned, since this pass began, that its scheduler no
             # longer leads (the last answer: no API call under the lock).
             keep = stale or not self.leading()
-            evictions = [] if keep else self.scheduler.take_evictions()
+            evictions = [] if keep else self.scheduler.preemption.take_evictions()
             notices = self.scheduler.take_notices()
             records = self.scheduler.records_to_write(snapshot)
         return Decided(refs, evictions, notices, records, snapshot)
@@ -172,8 +179,15 @@ class PeriodicPass:
         process never saw filtered, and would retry them only on a cluster event or its
         5-minute flush."""
         self._adopted = []  # found while standing by: looked for again now
+        self.lifecycle_io.lead_taken()  # the requeue records: read back again
         self._adopt_at = time.monotonic()
         self._plans_restored = False  # the plans the replica that led recorded: read back
+
+    def read_requeues(self) -> None:
+        """Once the cache is synced (after a start, and on taking the Lease): the requeue
+        records kept by earlier processes."""
+        if self.readiness.synced():
+            self.lifecycle_io.load_records()
 
     def adopt_at_start(self) -> None:
         """Once the first full lists are in: the same for the pods of the cluster as this process

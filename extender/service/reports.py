@@ -98,11 +98,13 @@ class Reports:
             return counts, self.scheduler.reservations.pods()
 
     def publish(self) -> None:
-        """Move what the core counted (gangs, queues, preemption) into the metrics."""
+        """Move what the core counted (gangs, queues, preemption, lifecycle) into the metrics."""
         with self.lock.by("metrics: outcomes"):
             outcomes = self.scheduler.take_outcomes()
-            queue_outcomes = self.scheduler.take_queue_outcomes()
+            queue_outcomes = self.scheduler.ledger.take_outcomes()
             preemption = self.scheduler.preemption.take_outcomes()
+            lifecycle = self.scheduler.lifecycle.take_outcomes()
         self.metrics.record_gang_outcomes(outcomes)
         self.metrics.record_queue_outcomes(queue_outcomes)
         self.metrics.record_preemption(preemption)
+        self.metrics.record_lifecycle(lifecycle)

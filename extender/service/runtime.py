@@ -29,11 +29,13 @@ from extender.kube.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kube.leader import AlwaysLeader, Leadership, LeaseLeadership, default_identity
 from extender.kube.plan_recorder import PlanRecorder
 from extender.observe.gc_pauses import GcPauses
+from extender.observe.gpu_use import GpuUseReader
 from extender.observe.metrics import Metrics
 from extender.policy.file import PolicyWatcher, load_policy, log_warnings
 from extender.service.decision_lock import DecisionLock
 from extender.service.evictions import Evictions
 from extender.service.kicker import ApiPatcher, Kicker, LogPatcher, Patcher
+from extender.service.lifecycle_io import LifecycleIO, RecordStore, UseReader
 from extender.service.periodic import PeriodicPass
 from extender.service.policy_switch import PolicySwitch
 from extender.service.readiness import Readiness
@@ -64,6 +66,8 @@ class Runtime:
         evictor: Evictor | None = None,
         events: EventRecorder | None = None,
         stale_after: float = 30.0,
+        gpu_use: UseReader | None = None,
+        requeue_store: RecordStore | None = None,
     ) -> None:
         self.store = store
         self.binder = binder
@@ -100,7 +104,11 @@ class Runtime:
             stale_after=stale_after,
             on_whole=lambda: self.periodic.adopt_at_start(),
         )
+        self.lifecycle_io = LifecycleIO(
+            self.scheduler, self.lock, metrics, clock, gpu_use, requeue_store
+        )
         self.periodic = PeriodicPass(
+            lifecycle_io=self.lifecycle_io,
             store=store,
             scheduler=self.scheduler,
             lock=self.lock,
@@ -206,7 +214,15 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
             settings.cluster_file,
             ", ".join(f"{n} {k}" for k, n in counts.items()),
         )
-        return Runtime(store, StoreBinder(), metrics, preloaded=True, config=config, **queues)
+        return Runtime(
+            store,
+            StoreBinder(),
+            metrics,
+            preloaded=True,
+            config=config,
+            gpu_use=gpu_use_reader(settings),
+            **queues,
+        )
     from kubernetes import client
 
     watch_client, bind_client = api_clients(settings)
@@ -230,5 +246,18 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         evictor=ApiEvictor(client.CoreV1Api(bind_client)),
         events=ApiEventRecorder(client.CoreV1Api(bind_client)),
         stale_after=settings.stale_after,
+        gpu_use=gpu_use_reader(settings),
         **queues,
+    )
+
+
+def gpu_use_reader(settings: Settings) -> UseReader | None:
+    """The Prometheus reader of GPU use (`--prometheus-url`; None: idle GPUs are not measured)."""
+    if not settings.prometheus_url:
+        return None
+    return GpuUseReader(
+        settings.prometheus_url,
+        settings.gpu_util_metric,
+        settings.gpu_util_namespace_label,
+        settings.gpu_util_pod_label,
     )

@@ -114,12 +114,12 @@ class InProcess:
             if mix is not None:
                 self.engine.scorer.learn(mix)
         refs = self.engine.kick_candidates(self.store.snapshot(), at)
-        evictions = self.engine.take_evictions()
+        evictions = self.engine.preemption.take_evictions()
         for notice in self.engine.take_notices():
             self.notices[notice.reason] += 1
         # drained as the runtime's publish does (they would grow otherwise)
         self.engine.take_outcomes()
-        self.engine.take_queue_outcomes()
+        self.engine.ledger.take_outcomes()
         self.engine.preemption.take_outcomes()
         nudged = [u for ref in refs if (u := self._uids.get(ref)) is not None]
         return Tick(nudged, [e.uid for e in evictions])

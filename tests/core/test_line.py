@@ -59,7 +59,7 @@ def test_a_job_its_queue_admits_is_placed_and_its_admission_counted_once() -> No
     c = cluster(*members)
     co = engine(queue("q"))
     assert [len(decide(co, c, m).passed) for m in members] == [1, 1]
-    outcomes = co.take_queue_outcomes()
+    outcomes = co.ledger.take_outcomes()
     assert outcomes.admitted == {"q": 1}, "one job, two members"
     assert outcomes.waits == [("q", NOW - CREATED)]
 
@@ -74,7 +74,7 @@ def test_a_refused_job_is_told_why_once_and_its_search_for_victims_is_remembered
         assert result.passed == [] and set(result.unresolvable.values()) == {why}
     notices = co.take_notices()
     assert [(n.job, n.reason, n.message) for n in notices] == [("pod:default/p", "QueueHeld", why)]
-    assert co.take_queue_outcomes().refused == {("q", "max"): 2}
+    assert co.ledger.take_outcomes().refused == {("q", "max"): 2}
     assert "pod:default/p" in co.preemption.tried, "no victims: not searched again on this state"
 
 
@@ -87,7 +87,7 @@ def test_a_job_past_its_quota_takes_the_place_of_its_queues_lower_work_instead_o
         "pod default/urgent: planned on node n0, waiting for 1 preempted pod to leave "
         "(its pods start together)"
     }
-    assert [e.name for e in co.take_evictions()] == ["low"]
+    assert [e.name for e in co.preemption.take_evictions()] == ["low"]
     assert "QueueHeld" not in {reason for _, reason in told(co)}
     assert not co.waiting.is_refused("pod:default/urgent")
 
@@ -102,7 +102,7 @@ def test_a_gang_lacking_room_makes_room_by_preempting_lower_priority_work() -> N
     assert decide(co, c, members[0]).passed == [], "planned: waiting for its victims"
     plan = co.reservations.get("gangplank:default/g")
     assert plan is not None and len(plan.victims) == 2
-    assert sorted(e.name for e in co.take_evictions()) == ["low0", "low1"]
+    assert sorted(e.name for e in co.preemption.take_evictions()) == ["low0", "low1"]
 
 
 def test_a_gang_that_no_preemption_makes_room_for_is_not_searched_again_on_that_state() -> None:
@@ -112,7 +112,7 @@ def test_a_gang_that_no_preemption_makes_room_for_is_not_searched_again_on_that_
     assert decide(co, c, members[0]).passed == []
     assert "gangplank:default/g" not in co.reservations
     assert "gangplank:default/g" in co.preemption.tried
-    assert co.take_evictions() == []
+    assert co.preemption.take_evictions() == []
 
 
 def test_kube_schedulers_preemption_for_an_incomplete_gang_parks_it_and_evicts_no_one() -> None:
@@ -150,7 +150,7 @@ def test_the_pass_lets_the_first_job_of_the_line_preempt_though_kube_scheduler_n
     co = engine(queue("q"))
     co.kick_candidates(c.snap(), NOW)
     assert "gangplank:default/g" in co.reservations
-    assert sorted(e.name for e in co.take_evictions()) == ["low0", "low1"]
+    assert sorted(e.name for e in co.preemption.take_evictions()) == ["low0", "low1"]
 
 
 def test_each_pass_lets_only_the_first_jobs_of_the_line_preempt_at_most_once_an_interval() -> None:
@@ -167,7 +167,7 @@ def test_each_pass_lets_only_the_first_jobs_of_the_line_preempt_at_most_once_an_
     assert len(co.reservations) == 2, "not within the kick interval"
     co.kick_candidates(c.snap(), NOW + KICK_INTERVAL)
     assert len(co.reservations) == 3, "the planned jobs left the line: the next one's turn"
-    assert sorted(e.name for e in co.take_evictions()) == ["low0", "low1", "low2"]
+    assert sorted(e.name for e in co.preemption.take_evictions()) == ["low0", "low1", "low2"]
 
 
 def test_the_pass_tells_a_job_its_quota_refuses_why_though_it_was_never_asked_about() -> None:

@@ -70,7 +70,7 @@ def test_the_victims_a_restored_plan_still_waits_for_are_evicted() -> None:
     c = Cluster(nodes=[node("n0")], pods=[low, leaving, member])
     co = Engine()
     assert recovery.restore_plans(co, c.snap(), NOW) == 1
-    evictions = co.take_evictions()
+    evictions = co.preemption.take_evictions()
     assert [(e.name, e.rule, e.plan) for e in evictions] == [("low", "recovery", RING)], (
         "the pod being deleted is on its way out"
     )
@@ -87,7 +87,7 @@ def test_a_gang_running_in_part_whose_missing_members_fit_nowhere_is_evicted_who
     assert recovery.restore_plans(co, c.snap(), NOW) == 0, (
         "n1 was taken since: the record holds no more"
     )
-    assert [(e.name, e.rule) for e in co.take_evictions()] == [("ring-0", "recovery")]
+    assert [(e.name, e.rule) for e in co.preemption.take_evictions()] == [("ring-0", "recovery")]
 
 
 # ---- adopt_pending ------------------------------------------

@@ -290,6 +290,15 @@ def test_a_pod_told_to_wait_for_a_fresh_view_is_handed_in_once_it_is_fresh() -> 
     assert waiting.reason_of(GANG) == result.unresolvable["n0"]
     later = pod("later")
     waiting.nudge_later({"uid-later": ref(later)})
-    assert waiting.handed_in(fresh=False) == [ref(later)], "handed in: nudged in any case"
-    assert waiting.handed_in(fresh=True) == [ref(p)]
-    assert waiting.handed_in(fresh=True) == [], "once"
+    assert waiting.handed_in(fresh=False, now=0.0) == [ref(later)], "handed in: nudged in any case"
+    assert waiting.handed_in(fresh=True, now=0.0) == [ref(p)]
+    assert waiting.handed_in(fresh=True, now=0.0) == [], "once"
+
+
+def test_a_pod_waiting_out_a_backoff_is_handed_in_when_it_ends_and_only_then() -> None:
+    waiting = WaitingRoom(Outbox())
+    p = pod_from_api(pod("again"))
+    waiting.nudge_at(p, 100.0)
+    assert waiting.handed_in(fresh=True, now=99.0) == []
+    assert waiting.handed_in(fresh=True, now=100.0) == [("default", "again")]
+    assert waiting.handed_in(fresh=True, now=101.0) == [], "once"

@@ -105,3 +105,11 @@ def format_amount(resource: str, amount: int) -> str:
             return f"{amount / 2**20:.4g}Mi"
         return str(amount)
     return str(amount)
+
+
+def format_age(seconds: float) -> str:
+    """`45s`, `12m`, `3h`, `2d`, as kubectl shows ages (whole units, rounded down)."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{max(0.0, seconds):.0f}s"

@@ -118,8 +118,23 @@ class EvictionQueue:
         )
         self._recover(victims, why, preemptor, now, plan=key)
 
+    def evict_whole(
+        self, pods: Sequence[PodInfo], rule: str, why: str, now: float, told: PodInfo | None = None
+    ) -> None:
+        """Evict `pods` (one job's, bound) together by `rule` (no budget: rules that free what
+        is held and not used, such as `not-ready`, `stale-gang`, `max-runtime`, `idle`)."""
+        if pods:
+            first = told or min(pods, key=lambda p: (p.created, p.name))
+            self._recover(pods, why, first, now, rule=rule)
+
     def _recover(
-        self, pods: Sequence[PodInfo], why: str, told: PodInfo, now: float, plan: str = ""
+        self,
+        pods: Sequence[PodInfo],
+        why: str,
+        told: PodInfo,
+        now: float,
+        plan: str = "",
+        rule: str = "recovery",
     ) -> None:
         queued = {e.uid for e in self.pending}
         for pod in pods:
@@ -132,7 +147,7 @@ class EvictionQueue:
                     name=pod.name,
                     uid=pod.uid,
                     grace_seconds=None,
-                    rule="recovery",
+                    rule=rule,
                     queue="",
                     gpu_seconds=pod.requests.get(GPU, 0) * max(0.0, now - (pod.started or now)),
                     message=why,

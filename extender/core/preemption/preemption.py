@@ -82,6 +82,7 @@ class Preemption:
         self.topology: Topology = DEFAULT_TOPOLOGY  # the policy's tiers
         self.evictions = EvictionQueue()
         self.tried = Tried()
+        self.first: frozenset[str] = frozenset()  # idle jobs that go first (reclaim-first)
         self.recent: deque[float] = deque()  # when each victim job was chosen
         self.decided: dict[str, float] = {}  # preemptor job -> when its plan was made
         self.spared: dict[str, float] = {}  # pod uid -> until: its eviction was refused
@@ -202,6 +203,7 @@ class Preemption:
             """The fewest of `candidates` (jobs broken already first) that make room."""
             nonlocal looked_at
             candidates = broken_first(candidates, partial(self._runs_short, snapshot))
+            candidates.sort(key=lambda j: j.key not in first)  # idle ones first, order kept
             looked_at += len(candidates)
             if not candidates:
                 return None
@@ -210,21 +212,22 @@ class Preemption:
                 snapshot, pods, needed, free, candidates, now, placeable, planner, admits
             )
 
-        if (queue is None or rules_of(queue).within_queue) and runs_lower(
-            snapshot, book, queue, priority
+        first = self.first
+        if (queue is None or rules_of(queue).within_queue) and (
+            first or runs_lower(snapshot, book, queue, priority)
         ):
             lower = running_jobs(
                 snapshot,
                 queue_of,
                 lambda p: (
-                    p.priority < priority
+                    (p.priority < priority or job_key(p) in first)
                     and p.uid not in leaving
                     and queue_of(p) == queue
                     and p.requests.get(scarce, 0) > 0
                 ),
                 scanned,
             )
-            found = try_victims(priority_candidates(lower, queue, priority, rules_of, now))
+            found = try_victims(priority_candidates(lower, queue, priority, rules_of, now, first))
         if found is None and queue is not None and book is not None:
             # A queue in the tree borrows if any ancestor outside `queue`'s path does.
             lenders = {q for q in book.policy.queues if q != queue and book.borrowed(q)}
@@ -254,7 +257,7 @@ class Preemption:
 
                 found = try_victims(
                     reclaim_candidates(
-                        jobs, queue, book.borrowed, book.governed, rules_of, now, account
+                        jobs, queue, book.borrowed, book.governed, rules_of, now, account, first
                     )
                 )
         if found is None:

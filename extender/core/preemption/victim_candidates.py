@@ -163,15 +163,30 @@ def priority_candidates(
     priority: int,
     rules_of: RulesOf,
     now: float,
+    first: Collection[str] = (),
 ) -> list[RunningJob]:
     """Jobs of the same queue (or of no queue) with lower priority, cheapest first: lowest
-    priority, then the ones that free the most GPUs (fewest jobs), then the least GPU-time run."""
+    priority, then the ones that free the most GPUs (fewest jobs), then the least GPU-time run.
+    `first`: idle jobs whose rule is `reclaim-first`: candidates whatever their priority, before
+    any busy job."""
     if queue is not None and not rules_of(queue).within_queue:
         return []
     found = [
-        j for j in jobs if j.queue == queue and j.priority < priority and _may_go(j, rules_of, now)
+        j
+        for j in jobs
+        if j.queue == queue
+        and (j.priority < priority or j.key in first)
+        and _may_go(j, rules_of, now)
     ]
-    found.sort(key=lambda j: (j.priority, -j.requests.get(GPU, 0), j.gpu_seconds(now), j.key))
+    found.sort(
+        key=lambda j: (
+            j.key not in first,
+            j.priority,
+            -j.requests.get(GPU, 0),
+            j.gpu_seconds(now),
+            j.key,
+        )
+    )
     return found
 
 
@@ -183,6 +198,7 @@ def reclaim_candidates(
     rules_of: RulesOf,
     now: float,
     account: Callable[[str], str] | None = None,
+    first: Collection[str] = (),
 ) -> list[RunningJob]:
     """Jobs that other queues run beyond their guarantee (any priority), lowest priority then
     newest first, never more than was borrowed (no queue falls below its guarantee).
@@ -199,7 +215,7 @@ def reclaim_candidates(
             and rules_of(j.queue).reclaimable
             and _may_go(j, rules_of, now)
         ),
-        key=lambda j: (j.priority, -j.started, j.key),
+        key=lambda j: (j.key not in first, j.priority, -j.started, j.key),
     )
     left: dict[str, dict[str, int]] = {}
     found = []

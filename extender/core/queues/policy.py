@@ -57,6 +57,11 @@ class Policy:
     warnings: tuple[str, ...] = ()
     lifecycle: LifecycleRules | None = None  # the top-level `lifecycle:`; None: none written
 
+    def idle_window(self) -> float:
+        """The longest idle window any queue's rules name (0: no idle rule anywhere)."""
+        rules = [self.lifecycle_of(None), *(self.lifecycle_of(q) for q in self.queues)]
+        return max((r.idle_gpu.window for r in rules if r is not None and r.idle_gpu), default=0.0)
+
     def lifecycle_of(self, queue: str | None) -> LifecycleRules | None:
         """The lifecycle rules of a queue: the top level's, with its ancestors' `lifecycle:`
         fields and its own laid over them (the nearest wins); None when none of them writes a

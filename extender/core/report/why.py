@@ -107,6 +107,9 @@ def explain(engine: Engine, snapshot: Snapshot, pod: PodInfo, now: float) -> dic
             if reason
             else ": no reason recorded yet (kube-scheduler has not asked gangplank about it)"
         )
+    idle = engine.lifecycle.idle_reason(key)
+    if idle and state.startswith("running"):
+        state += f"; idle: {idle}"
     out["state"] = state
     out["reason"] = reason
     out["line"] = "; ".join([", ".join(parts), state])
@@ -187,6 +190,14 @@ def status(engine: Engine, snapshot: Snapshot, now: float) -> dict[str, Any]:
         "hold": hold,
         "waiting_gangs": waiting,
         "policy": engine.policy.source if engine.policy is not None else None,
+        "held_jobs": [
+            {"job": job_name(r.job), "requeues": r.count, "reason": r.reason}
+            for r in sorted(engine.lifecycle.requeues.held(), key=lambda r: r.job)
+        ],
+        "idle_jobs": [
+            {"job": job_name(key), "reason": why}
+            for key, why in sorted(engine.lifecycle.idle().items())
+        ],
     }
 
 

@@ -262,7 +262,7 @@ def test_a_higher_priority_pod_in_a_queue_at_max_plans_on_its_own_queues_lower_w
     co = engine_with(queue("team", max=gpus(32)))
     result = decide(co, c, in_queue("urgent", "team", gpu=8, priority=1000), now=AN_HOUR_IN)
     assert "waiting for 1 preempted pod to leave" in reason(result)
-    evicted = co.take_evictions()
+    evicted = co.preemption.take_evictions()
     assert [e.name for e in evicted] in (["low0"], ["low1"], ["low2"], ["low3"])
     assert evicted[0].rule == "priority" and evicted[0].queue == "team"
 
@@ -276,7 +276,7 @@ def test_victims_in_a_queue_at_max_may_run_on_nodes_the_job_cannot_use() -> None
     co = engine_with(queue("team", max=gpus(8)))
     result = decide(co, c, picky, now=AN_HOUR_IN)
     assert "planned on node n4, waiting for 1 preempted pod to leave" in reason(result)
-    assert [e.name for e in co.take_evictions()] == ["low"]
+    assert [e.name for e in co.preemption.take_evictions()] == ["low"]
 
 
 def test_freed_usage_lowers_a_queue_and_every_ancestor() -> None:
@@ -310,4 +310,4 @@ def test_a_preemption_needing_more_jobs_than_a_minutes_evictions_says_so() -> No
         "preemption would have to evict 16 jobs at once, more than "
         "preemption.evictionsPerMinute (10) allows: raise it for this job to preempt"
     ), why
-    assert co.take_evictions() == []
+    assert co.preemption.take_evictions() == []

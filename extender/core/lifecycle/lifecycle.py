@@ -1,0 +1,152 @@
+"""Lifecycle: what gangplank does about jobs that hold GPUs and do not use them.
+
+It owns the requeue ledger (`requeues.py`), the watchdog's memory (`watchdog.py`), the idle jobs
+of the last pass, and the waste counted since the adapter last looked. Each pass (`review`, only
+with a policy that has `lifecycle:` rules and a fresh view) it turns the watchdog's findings into
+evictions of whole jobs (no eviction budget: these free what is held and not used), requeues
+(not ready: backoff, then held after `limit`; past `maxRuntime`: held) and notices (an idle job
+is told once). At filter time (`gate`) the new pods of a requeued job wait out their backoff,
+with the reason, and are nudged when it ends.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from extender.core.lifecycle.requeues import Requeues
+from extender.core.lifecycle.watchdog import Finding, Idle, Watchdog
+from extender.core.model.answers import FilterResult
+from extender.core.model.gpu_use import GpuUse
+from extender.core.model.keys import is_single, job_name
+from extender.core.model.notices import Notice, Outbox
+from extender.core.model.resources import GPU
+from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.preemption.evictions import EvictionQueue
+from extender.core.queues.policy import Policy
+from extender.core.waiting import WaitingRoom
+
+REVIEW_SECONDS = 10.0  # how often running jobs are looked at
+ACTED_SECONDS = 300.0  # a job acted on is not judged again while its pods leave
+# Rule -> what the eviction's Event says
+TOLD = {
+    "not-ready": "not ready in time",
+    "stale-gang": "lost members and could not be completed",
+    "max-runtime": "ran past its maxRuntime",
+    "idle": "its GPUs stayed idle",
+}
+
+
+@dataclass
+class LifecycleOutcomes:
+    """Counted since the adapter last looked (for metrics)."""
+
+    waste: dict[str, float] = field(default_factory=dict)  # kind -> GPU-seconds held, not used
+    freed: Counter[str] = field(default_factory=Counter)  # rule -> GPUs given back
+    requeues: Counter[str] = field(default_factory=Counter)  # rule -> jobs requeued
+    held: int = 0  # jobs held until a person acts (a gauge: the state now)
+    idle: int = 0  # idle jobs now (a gauge)
+    idle_gpus: int = 0  # GPUs they hold (a gauge)
+
+
+class Lifecycle:
+    def __init__(self, evictions: EvictionQueue, outbox: Outbox, waiting: WaitingRoom) -> None:
+        self.requeues = Requeues()
+        self._watchdog = Watchdog()
+        self._evictions = evictions
+        self._outbox = outbox
+        self._waiting = waiting
+        self._idle: dict[str, Idle] = {}  # the last pass's idle jobs
+        self._told_idle: set[str] = set()
+        self._acted: dict[str, float] = {}  # job -> when its eviction was decided
+        self._reviewed = float("-inf")
+        self.outcomes = LifecycleOutcomes()
+
+    # ---- filter ------------------------------------------
+    def gate(
+        self, snapshot: Snapshot, pod: PodInfo, key: str, names: Sequence[str], now: float
+    ) -> FilterResult | None:
+        """The new pods of a requeued job wait out its backoff (or until a person acts)."""
+        if not len(self.requeues):
+            return None
+        members = (pod,) if is_single(key) else snapshot.groups.get(key, (pod,))
+        reason = self.requeues.gate(key, [p for p in members if not p.node_name] or [pod], now)
+        if reason is None:
+            return None
+        record = self.requeues.get(key)
+        self._waiting.note_reason(key, reason, now)
+        if record is not None and not record.held:
+            self._waiting.nudge_at(pod, record.next_try)
+        return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
+
+    # ---- each pass ------------------------------------------
+    def review(
+        self,
+        snapshot: Snapshot,
+        now: float,
+        policy: Policy,
+        use: GpuUse | None,
+        schedulers: Collection[str],
+        completing: Collection[str],
+    ) -> None:
+        if now - self._reviewed < REVIEW_SECONDS:
+            return
+        self._reviewed = now
+        self._acted = {k: t for k, t in self._acted.items() if now - t < ACTED_SECONDS}
+        review = self._watchdog.review(snapshot, now, policy, use, schedulers, completing)
+        for kind, seconds in review.waste.items():
+            self.outcomes.waste[kind] = self.outcomes.waste.get(kind, 0.0) + seconds
+        self._idle = review.idle
+        for key in review.idle.keys() - self._told_idle:
+            self._tell_idle(key, review.idle[key])
+        self._told_idle &= review.idle.keys()
+        for finding in review.findings:
+            if finding.job not in self._acted:
+                self._act(finding, now)
+        self.requeues.prune(now, set(snapshot.groups))
+
+    def _act(self, finding: Finding, now: float) -> None:
+        rule, key = finding.rule, finding.job
+        self._acted[key] = now
+        requeue = finding.rules.requeue
+        owner = next((p.owner.uid for p in finding.pods if p.owner is not None), "")
+        what = f"evicted by gangplank: {job_name(key)} {TOLD[rule]}: {finding.reason}"
+        if rule in ("not-ready", "max-runtime"):
+            record = self.requeues.requeue(
+                key, finding.reason, now, requeue, owner, stop=rule == "max-runtime"
+            )
+            self.outcomes.requeues[rule] += 1
+            if record.held:
+                what += '; held until it is recreated or annotated gangplank.io/retry: "now"'
+            else:
+                what += f"; requeued ({record.count} of {record.limit})"
+        self._evictions.evict_whole(finding.pods, rule, f"{what} (all its pods go together)", now)
+        self.outcomes.freed[rule] += sum(p.requests.get(GPU, 0) for p in finding.pods)
+
+    def _tell_idle(self, key: str, idle: Idle) -> None:
+        self._told_idle.add(key)
+        single = idle.pods[0] if is_single(key) else None
+        message = f"{job_name(key)} is idle: {idle.why}"
+        if idle.action == "reclaim-first":
+            message += "; it is the first to go when capacity is needed"
+        self._outbox.add(Notice(key, "JobIdle", message, warning=True, pod=single))
+
+    # ---- what others ask ------------------------------------------
+    def reclaim_first(self) -> frozenset[str]:
+        """Idle jobs whose rule makes them the first victims of preemption and reclaim."""
+        return frozenset(k for k, idle in self._idle.items() if idle.action == "reclaim-first")
+
+    def idle_reason(self, key: str) -> str:
+        idle = self._idle.get(key)
+        return idle.why if idle is not None else ""
+
+    def idle(self) -> dict[str, str]:
+        """Idle jobs and why (for `gangplank status`)."""
+        return {key: idle.why for key, idle in self._idle.items()}
+
+    def take_outcomes(self) -> LifecycleOutcomes:
+        outcomes, self.outcomes = self.outcomes, LifecycleOutcomes()
+        outcomes.held, outcomes.idle = len(self.requeues.held()), len(self._idle)
+        outcomes.idle_gpus = sum(idle.gpus for idle in self._idle.values())
+        return outcomes

@@ -1,0 +1,154 @@
+"""The requeue ledger: how often each job was sent back, until when its new pods wait, and
+whether it is held until a person acts.
+
+A job evicted whole because it did not become ready in time (or crash-looped) is *requeued*: its
+controller recreates the pods, and gangplank holds them for a backoff (`backoff` x 2^(n-1),
+capped at `maxBackoff`), so a job that cannot start does not take the GPUs again at once. After
+`limit` requeues the job is *held* (so is a job stopped for running past its `maxRuntime`) until a
+person acts: recreates it (a new controller, or the pods recreated by hand) or sets the
+annotation `gangplank.io/retry: "now"` on one of its pods. The records outlive a restart and a
+failover: each change is handed to the adapter (`take_changes`), which keeps them in a ConfigMap,
+and read back on start (`load`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.core.model.keys import job_name
+from extender.core.model.quantity import format_age
+from extender.core.model.snapshot import PodInfo
+from extender.core.queues.lifecycle import Requeue
+
+RETRY_ANNOTATION = "gangplank.io/retry"
+FORGET_SECONDS = 7 * 24 * 3600.0  # a record of a job gone this long is dropped
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueRecord:
+    job: str  # job key
+    count: int  # requeues so far
+    next_try: float  # unix time before which the job's new pods are held
+    reason: str  # why the last requeue happened
+    held: bool  # past its limit (or stopped for good): held until a person acts
+    updated: float  # unix time of the last change
+    owner: str = ""  # uid of the controller of the pods evicted ("": none)
+    limit: int = 0  # the limit it was requeued under (for the reason shown)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "count": self.count,
+            "nextTry": self.next_try,
+            "reason": self.reason,
+            "held": self.held,
+            "updated": self.updated,
+            "owner": self.owner,
+            "limit": self.limit,
+        }
+
+    @classmethod
+    def from_json(cls, job: str, data: Mapping[str, object]) -> RequeueRecord:
+        return cls(
+            job=job,
+            count=int(str(data.get("count", 0))),
+            next_try=float(str(data.get("nextTry", 0.0))),
+            reason=str(data.get("reason", "")),
+            held=bool(data.get("held", False)),
+            updated=float(str(data.get("updated", 0.0))),
+            owner=str(data.get("owner", "")),
+            limit=int(str(data.get("limit", 0))),
+        )
+
+
+class Requeues:
+    def __init__(self) -> None:
+        self._records: dict[str, RequeueRecord] = {}
+        self._changes: dict[str, RequeueRecord | None] = {}
+
+    def load(self, records: Mapping[str, Mapping[str, object]]) -> int:
+        """Records read back from where the adapter keeps them (the newer one wins)."""
+        loaded = 0
+        for job, data in records.items():
+            try:
+                record = RequeueRecord.from_json(job, data)
+            except (TypeError, ValueError):
+                continue  # a record someone edited by hand: ignored, not fatal
+            known = self._records.get(job)
+            if known is None or known.updated < record.updated:
+                self._records[job] = record
+                loaded += 1
+        return loaded
+
+    def requeue(
+        self, job: str, reason: str, now: float, rules: Requeue, owner: str, stop: bool = False
+    ) -> RequeueRecord:
+        """Job `job` was sent back for `reason`; `stop`: held at once (it ran past its time)."""
+        known = self._records.get(job)
+        count = (known.count if known is not None and known.owner == owner else 0) + 1
+        held = stop or count > rules.limit
+        wait = min(rules.backoff * 2 ** (count - 1), rules.max_backoff)
+        record = RequeueRecord(job, count, now + wait, reason, held, now, owner, rules.limit)
+        self._set(job, record)
+        return record
+
+    def gate(self, job: str, pods: Sequence[PodInfo], now: float) -> str | None:
+        """Why the new pods of `job` must wait now (None: they may go): in backoff, or held.
+        A job recreated (pods of another controller, or pods made after a held job's last
+        requeue when it has none) or a pod annotated `gangplank.io/retry: "now"` starts afresh."""
+        record = self._records.get(job)
+        if record is None:
+            return None
+        owner = next((p.owner.uid for p in pods if p.owner is not None), "")
+        retry = any(p.annotations.get(RETRY_ANNOTATION) == "now" for p in pods)
+        recreated = owner != record.owner or (
+            not owner and record.held and all(p.created > record.updated for p in pods)
+        )
+        if retry or recreated:
+            self._set(job, None)
+            return None
+        name = job_name(job)
+        if record.held:
+            return (
+                f"{name} is held: {record.reason}; it runs again when recreated or when a pod of "
+                f'it is annotated gangplank.io/retry: "now"'
+            )
+        if now >= record.next_try:
+            return None
+        return (
+            f"{name} requeued {record.count} of {record.limit} times: {record.reason}; next try "
+            f"in {format_age(record.next_try - now)}"
+        )
+
+    def get(self, job: str) -> RequeueRecord | None:
+        return self._records.get(job)
+
+    def held(self) -> list[RequeueRecord]:
+        return [r for r in self._records.values() if r.held]
+
+    def prune(self, now: float, alive: set[str]) -> None:
+        """Drop records of jobs long gone."""
+        for job, record in list(self._records.items()):
+            if job not in alive and now - record.updated > FORGET_SECONDS:
+                self._set(job, None)
+
+    def take_changes(self) -> dict[str, dict[str, object] | None]:
+        """What changed since the last call, for the adapter to keep (None: delete)."""
+        changes, self._changes = self._changes, {}
+        return {job: r.to_json() if r is not None else None for job, r in changes.items()}
+
+    def put_back(self, changes: Mapping[str, Mapping[str, object] | None]) -> None:
+        """Changes the adapter could not keep: handed again next time (newer ones win)."""
+        for job in changes:
+            if job not in self._changes:
+                self._changes[job] = self._records.get(job)
+
+    def _set(self, job: str, record: RequeueRecord | None) -> None:
+        if record is None:
+            self._records.pop(job, None)
+        else:
+            self._records[job] = record
+        self._changes[job] = record
+
+    def __len__(self) -> int:
+        return len(self._records)

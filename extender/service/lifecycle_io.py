@@ -1,0 +1,106 @@
+"""What the lifecycle rules read and keep outside the process, for the periodic pass.
+
+- GPU use: with `--prometheus-url`, every review the pods' utilisation over the longest idle
+  window the policy names is read from Prometheus (`observe/gpu_use.py`), off the lock; a failed
+  read hands the core `ok=False` (no idle action on missing data) and says why in `/readyz`'s
+  detail and in `gangplank_gpu_use_up`.
+- Requeue records: read back once the cache is synced (after a start, and on taking the Lease),
+  and each change the core made written after the pass (`kube/requeue_store.py`: a ConfigMap), so
+  requeue counts and backoffs outlive a restart and a failover. A write that fails is tried
+  again at the next pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from extender.core.engine import Engine
+from extender.core.model.gpu_use import GpuUse
+from extender.observe.metrics import Metrics
+from extender.service.decision_lock import DecisionLock
+
+READ_SECONDS = 10.0  # how often GPU use is read (the core reviews jobs as often)
+
+log = logging.getLogger("gangplank")
+
+Changes = Mapping[str, Mapping[str, object] | None]
+
+
+class UseReader(Protocol):
+    def read(self, window_seconds: float, now: float) -> GpuUse: ...
+
+
+class RecordStore(Protocol):
+    def load(self) -> dict[str, dict[str, object]]: ...
+    def save(self, changes: Changes) -> None: ...
+
+
+class LifecycleIO:
+    def __init__(
+        self,
+        scheduler: Engine,
+        lock: DecisionLock,
+        metrics: Metrics,
+        clock: Callable[[], float],
+        reader: UseReader | None,
+        store: RecordStore | None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.lock = lock
+        self.metrics = metrics
+        self.clock = clock
+        self.reader = reader
+        self.store = store
+        self.use: GpuUse | None = None
+        self.problem = ""  # why GPU use could not be read ("" when it was, or is not asked for)
+        self._read_at = float("-inf")
+        self._loaded = False
+
+    def read_use(self) -> None:
+        """GPU use over the policy's longest idle window (nothing without a reader or a rule)."""
+        policy = self.scheduler.policy
+        window = policy.idle_window() if policy is not None else 0.0
+        if self.reader is None or not window:
+            self.use, self.problem = None, ""
+            return
+        now = time.monotonic()
+        if now - self._read_at < READ_SECONDS:
+            return
+        self._read_at = now
+        use = self.reader.read(window, self.clock())
+        self.metrics.gpu_use_read(use)
+        if not use.ok and use.problem != self.problem:
+            log.warning("GPU use not read, no job is found idle meanwhile: %s", use.problem)
+        self.use, self.problem = use, use.problem if not use.ok else ""
+
+    def load_records(self) -> None:
+        """The requeue records kept by earlier processes, back in the core (once per lead)."""
+        if self._loaded or self.store is None:
+            return
+        records = self.store.load()
+        with self.lock.by("requeue records read back"):
+            loaded = self.scheduler.lifecycle.requeues.load(records)
+        self._loaded = True
+        if loaded:
+            log.info("read back %d requeue record(s) kept before this process led", loaded)
+
+    def lead_taken(self) -> None:
+        self._loaded = False
+
+    def save_records(self) -> None:
+        """The requeue records the core changed, kept (tried again next pass if this fails)."""
+        if self.store is None:
+            return
+        with self.lock.by("requeue records taken"):
+            changes = self.scheduler.lifecycle.requeues.take_changes()
+        if not changes:
+            return
+        try:
+            self.store.save(changes)
+        except Exception:
+            with self.lock.by("requeue records put back"):
+                self.scheduler.lifecycle.requeues.put_back(changes)
+            raise

@@ -1,0 +1,190 @@
+"""Jobs that hold GPUs and do nothing, through the engine's verbs with a `lifecycle:` policy: a
+gang that never becomes ready is evicted whole and requeued, its new pods wait out the backoff;
+a gang that lost a member is evicted after the grace only; maxRuntime holds the job; idle GPUs
+are reported, evicted, or made the first victims, and nothing is done on missing data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extender.core.engine import Engine
+from extender.core.gangs.placer import GangConfig
+from extender.core.lifecycle.lifecycle import LifecycleOutcomes
+from extender.core.lifecycle.watchdog import Watchdog
+from extender.core.model.gpu_use import GpuUse
+from extender.core.queues.policy_parse import parse_policy
+from extender.kube.convert import pod_from_api
+from tests.builders import bound_pod, gang_pods, node, policy_doc, queue
+from tests.cluster import Cluster
+
+NOW = 1_800_000_000.0
+GANG = "gangplank:default/train"
+
+
+def policy(**lifecycle: Any) -> Any:
+    doc = policy_doc(queue("team", namespaces=["default"]))
+    doc["lifecycle"] = lifecycle
+    return parse_policy(doc, "policy.yaml")
+
+
+def engine(**lifecycle: Any) -> Engine:
+    return Engine(GangConfig(), policy(**lifecycle))
+
+
+def nodes(count: int = 4) -> list[dict[str, Any]]:
+    return [node(f"n{i}", gpu=8) for i in range(count)]
+
+
+def gang(started: float, **states: dict[str, Any]) -> list[dict[str, Any]]:
+    """The 4 members of gang train bound on n0..n3; `states[name]` overrides one's state."""
+    members = gang_pods("train", 4, gpu=8, labels={"gangplank.io/queue": "team"})
+    return [
+        bound_pod(m, f"n{i}", started, **states.get(m["metadata"]["name"], {}))
+        for i, m in enumerate(members)
+    ]
+
+
+def evicted(co: Engine) -> list[tuple[str, str]]:
+    return sorted((e.name, e.rule) for e in co.preemption.take_evictions())
+
+
+def test_a_gang_with_one_pod_never_ready_is_evicted_whole_after_the_ready_timeout() -> None:
+    co = engine(readyTimeout="10m")
+    cluster = Cluster(
+        nodes=nodes(),
+        pods=gang(NOW, **{"train-3": {"ready": False, "waiting": "ImagePullBackOff"}}),
+    )
+    co.kick_candidates(cluster.snap(), NOW + 9 * 60)
+    assert evicted(co) == [], "not before the timeout"
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    assert evicted(co) == [(f"train-{i}", "not-ready") for i in range(4)], "all four together"
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None and (record.count, record.held) == (1, False)
+    assert record.reason == "pods not ready within 10m (train-3: ImagePullBackOff)"
+
+
+def test_the_recreated_pods_wait_out_the_backoff_then_start_whole() -> None:
+    co = engine(readyTimeout="10m", requeue={"backoff": "1m", "maxBackoff": "1h", "limit": 5})
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-0": {"ready": False}}))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    assert len(evicted(co)) == 4
+    again = gang_pods("train", 4, gpu=8, labels={"gangplank.io/queue": "team"})
+    later = Cluster(nodes=nodes(), pods=again)
+    names = [f"n{i}" for i in range(4)]
+    waits = co.filter(later.snap(), pod_from_api(again[0]), names, NOW + 11 * 60 + 10)
+    assert waits.passed == []
+    assert set(waits.unresolvable.values()) == {
+        "gang default/train requeued 1 of 5 times: pods not ready within 10m "
+        "(train-0: Running, not Ready); next try in 50s"
+    }
+    nudged = co.kick_candidates(later.snap(), NOW + 11 * 60 + 61)
+    assert ("default", "train-0") in nudged, "nudged when the backoff ends"
+    kept = [co.filter(later.snap(), pod_from_api(p), names, NOW + 11 * 60 + 62) for p in again]
+    assert all(len(k.passed) == 1 for k in kept), "planned whole after the backoff"
+
+
+def test_a_gang_that_lost_a_member_is_evicted_after_the_grace_and_not_before() -> None:
+    co = engine(staleGangGrace="5m")
+    whole = gang(NOW)
+    cluster = Cluster(nodes=nodes(), pods=whole)
+    co.kick_candidates(cluster.snap(), NOW + 60)
+    assert evicted(co) == [], "healthy"
+    cluster.delete("pods", whole[3])  # its node went away with it; no room to replace it
+    cluster.delete("nodes", nodes()[3])
+    co.kick_candidates(cluster.snap(), NOW + 120)
+    co.kick_candidates(cluster.snap(), NOW + 120 + 4 * 60)
+    assert evicted(co) == [], "within the grace"
+    co.kick_candidates(cluster.snap(), NOW + 120 + 5 * 60 + 1)
+    assert evicted(co) == [(f"train-{i}", "stale-gang") for i in range(3)]
+    assert co.lifecycle.requeues.get(GANG) is None, "a broken gang is not requeued"
+
+
+def test_a_job_past_its_max_runtime_is_evicted_and_held_until_a_person_acts() -> None:
+    co = engine(maxRuntime="2h")
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW))
+    co.kick_candidates(cluster.snap(), NOW + 3600)
+    assert evicted(co) == []
+    co.kick_candidates(cluster.snap(), NOW + 2 * 3600 + 30)
+    assert evicted(co) == [(f"train-{i}", "max-runtime") for i in range(4)]
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None and record.held and record.reason.startswith("ran 2h")
+
+
+def test_an_annotation_may_lower_max_runtime_but_never_raise_it() -> None:
+    lowered = gang(NOW)
+    for member in lowered:
+        member["metadata"]["annotations"]["gangplank.io/max-runtime"] = "30m"
+    co = engine(maxRuntime="2h")
+    co.kick_candidates(Cluster(nodes=nodes(), pods=lowered).snap(), NOW + 31 * 60)
+    assert len(evicted(co)) == 4, "lowered to 30m"
+    raised = gang(NOW)
+    for member in raised:
+        member["metadata"]["annotations"]["gangplank.io/max-runtime"] = "10h"
+    co = engine(maxRuntime="2h")
+    co.kick_candidates(Cluster(nodes=nodes(), pods=raised).snap(), NOW + 2 * 3600 + 30)
+    assert len(evicted(co)) == 4, "the queue's 2h still holds"
+
+
+def use(util: float, pods: int = 4) -> GpuUse:
+    return GpuUse({("default", f"train-{i}"): util for i in range(pods)}, window=1800.0)
+
+
+def test_an_idle_gang_is_reported_once_and_left_running() -> None:
+    co = engine(idleGpu={"below": 5, "for": "30m", "action": "report"})
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW))
+    co.kick_candidates(cluster.snap(), NOW + 3600, use=use(2.0))
+    co.kick_candidates(cluster.snap(), NOW + 3700, use=use(2.0))
+    notices = [n for n in co.take_notices() if n.reason == "JobIdle"]
+    assert [n.message for n in notices] == [
+        "gang default/train is idle: its GPUs stayed below 5% for 30m (busiest 2%)"
+    ]
+    assert evicted(co) == []
+
+
+def test_an_idle_gang_is_evicted_when_its_rule_says_evict_and_a_busy_one_is_not() -> None:
+    co = engine(idleGpu={"below": 5, "for": "30m", "action": "evict"})
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW))
+    co.kick_candidates(cluster.snap(), NOW + 3600, use=use(40.0))
+    assert evicted(co) == [], "busy"
+    co.kick_candidates(cluster.snap(), NOW + 3700, use=use(1.0))
+    assert evicted(co) == [(f"train-{i}", "idle") for i in range(4)]
+
+
+def test_nothing_is_done_on_missing_data() -> None:
+    co = engine(idleGpu={"below": 5, "for": "30m", "action": "evict"})
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW))
+    co.kick_candidates(cluster.snap(), NOW + 3600, use=use(0.0, pods=3))
+    assert evicted(co) == [], "one pod has no series: not idle"
+    co.kick_candidates(cluster.snap(), NOW + 3700, use=GpuUse({}, ok=False, problem="down"))
+    assert evicted(co) == [], "Prometheus unreachable"
+
+
+def test_without_a_lifecycle_section_nothing_changes() -> None:
+    co = Engine(GangConfig(), parse_policy(policy_doc(queue("team")), "policy.yaml"))
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-3": {"ready": False}}))
+    co.kick_candidates(cluster.snap(), NOW + 10 * 86400, use=use(0.0))
+    assert evicted(co) == [] and co.take_notices() == []
+
+
+def test_the_waste_held_and_the_gpus_freed_are_counted_for_the_metrics() -> None:
+    co = engine(readyTimeout="10m")
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-2": {"ready": False}}))
+    co.kick_candidates(cluster.snap(), NOW + 60)
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)  # 600 s later: 32 GPUs not ready
+    outcomes: LifecycleOutcomes = co.lifecycle.take_outcomes()
+    assert outcomes.waste == {"not-ready": 32 * 600.0}
+    assert (outcomes.freed, outcomes.requeues) == ({"not-ready": 32}, {"not-ready": 1})
+    assert co.lifecycle.take_outcomes().waste == {}, "taken once"
+
+
+def test_a_crash_looping_pod_counts_as_not_ready_even_after_the_job_ran_whole() -> None:
+    dog = Watchdog()
+    doc = policy(readyTimeout="10m", restartLimit=3)
+    whole = Cluster(nodes=nodes(), pods=gang(NOW))
+    assert dog.review(whole.snap(), NOW + 60, doc, None, {"gangplank"}, ()).findings == []
+    looping = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-1": {"restarts": 4}}))
+    (finding,) = dog.review(looping.snap(), NOW + 70, doc, None, {"gangplank"}, ()).findings
+    assert (finding.rule, finding.reason) == (
+        "not-ready",
+        "pod train-1 restarted 4 times (restartLimit 3)",
+    )

@@ -1,0 +1,92 @@
+"""The requeue ledger: backoff doubles up to its cap, the limit holds the job, a person's act
+(recreating the job, or annotating a pod gangplank.io/retry: "now") starts it afresh, and the
+records go to the adapter and come back after a restart."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from extender.core.lifecycle.requeues import RETRY_ANNOTATION, RequeueRecord, Requeues
+from extender.core.model.snapshot import Owner, PodInfo
+from extender.core.queues.lifecycle import Requeue
+from extender.kube.convert import pod_from_api
+from tests.builders import gang_pods
+
+JOB = "gangplank:default/train"
+RULES = Requeue(backoff=60.0, max_backoff=200.0, limit=3)
+NOW = 1_000_000.0
+
+
+def new_pods(owner: str = "job-uid-1", created: float = NOW) -> list[PodInfo]:
+    pods = [pod_from_api(p) for p in gang_pods("train", 2, gpu=8)]
+    return [replace(p, owner=Owner("Job", "train", owner), created=created) for p in pods]
+
+
+def test_each_requeue_doubles_the_wait_up_to_the_cap_and_the_limit_holds_the_job() -> None:
+    ledger = Requeues()
+    waits = []
+    for n in range(1, 5):
+        record = ledger.requeue(JOB, "pods not ready within 10m", NOW, RULES, "job-uid-1")
+        waits.append(record.next_try - NOW)
+        assert record.count == n
+    assert waits == [60.0, 120.0, 200.0, 200.0], "x2 each time, capped at maxBackoff"
+    last = ledger.get(JOB)
+    assert last is not None and last.held, "the 4th requeue is past the limit of 3"
+
+
+def test_new_pods_wait_out_the_backoff_with_the_reason_then_go() -> None:
+    ledger = Requeues()
+    ledger.requeue(
+        JOB, "pods not ready within 10m (train-1: ImagePullBackOff)", NOW, RULES, "job-uid-1"
+    )
+    ledger.requeue(
+        JOB, "pods not ready within 10m (train-1: ImagePullBackOff)", NOW, RULES, "job-uid-1"
+    )
+    reason = ledger.gate(JOB, new_pods(), NOW + 30)
+    assert reason == (
+        "gang default/train requeued 2 of 3 times: pods not ready within 10m "
+        "(train-1: ImagePullBackOff); next try in 1m"
+    )
+    assert ledger.gate(JOB, new_pods(), NOW + 120) is None, "the backoff is over"
+
+
+def test_a_held_job_waits_until_a_pod_is_annotated_retry_now() -> None:
+    ledger = Requeues()
+    ledger.requeue(JOB, "ran 3d, past its maxRuntime of 2d", NOW, RULES, "job-uid-1", stop=True)
+    pods = new_pods()
+    held = ledger.gate(JOB, pods, NOW + 10_000)
+    assert held is not None and held.startswith("gang default/train is held: ran 3d")
+    annotated = [replace(pods[0], annotations={RETRY_ANNOTATION: "now"}), pods[1]]
+    assert ledger.gate(JOB, annotated, NOW + 10_001) is None
+    assert ledger.get(JOB) is None, "started afresh"
+
+
+def test_a_job_recreated_under_a_new_controller_starts_afresh() -> None:
+    ledger = Requeues()
+    for _ in range(4):
+        ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1")
+    assert ledger.gate(JOB, new_pods(owner="job-uid-2"), NOW + 1) is None
+    assert ledger.get(JOB) is None
+
+
+def test_records_go_to_the_adapter_and_come_back_after_a_restart() -> None:
+    ledger = Requeues()
+    ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1")
+    ledger.requeue(JOB, "not ready", NOW + 1, RULES, "job-uid-1")
+    changes = ledger.take_changes()
+    assert list(changes) == [JOB] and ledger.take_changes() == {}, "each change handed once"
+    data = changes[JOB]
+    assert data is not None
+    restarted = Requeues()
+    assert restarted.load({JOB: data}) == 1
+    record = restarted.get(JOB)
+    assert record == RequeueRecord(
+        JOB, 2, NOW + 1 + 120.0, "not ready", False, NOW + 1, "job-uid-1", 3
+    )
+    assert restarted.gate(JOB, new_pods(), NOW + 60) is not None, "still in its backoff"
+
+
+def test_a_record_edited_by_hand_into_nonsense_is_ignored() -> None:
+    ledger = Requeues()
+    assert ledger.load({JOB: {"count": "many"}}) == 0
+    assert ledger.gate(JOB, new_pods(), NOW) is None
