@@ -54,7 +54,10 @@ def _line(event_type: str, obj: Obj, version: int) -> bytes:
 
 
 def status_churn(pods: list[Obj], first_version: int) -> list[bytes]:
-    """One MODIFIED event per pod changing its status conditions and resourceVersion."""
+    """One MODIFIED event per pod changing its status conditions and resourceVersion. The
+    listed pods have no conditions, so the first round makes each Ready, which gangplank reads
+    (the pod is replaced in the store); later rounds bring the same statuses and change nothing
+    read, and the median of three rounds is one of theirs."""
     lines = []
     for i, pod in enumerate(pods):
         changed = copy.deepcopy(pod)

@@ -18,6 +18,8 @@ import pytest
 import yaml
 
 from extender.cache.handlers import POD_GROUP_KINDS
+from extender.kube.requeue_store import VERBS as REQUEUE_VERBS
+from extender.service.settings import parse_serve_settings
 from extender.web.verbs import VERBS
 from tests.scheduler_config import validate_scheduler_config
 from tests.serving import Served, free_port
@@ -348,6 +350,29 @@ def test_the_extender_may_do_exactly_what_the_code_does() -> None:
             "resourceNames": ["gangplank-scheduler"],
             "verbs": ["get"],
         }
+    ]
+    requeues = find("Role", "gangplank-extender-requeues")
+    deployment = find("Deployment", "gangplank")
+    namespace = deployment["metadata"]["namespace"]
+    env = {e["name"]: e for e in containers()["gangplank"]["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    args = containers()["gangplank"]["args"]
+    where = parse_serve_settings(args[1:], {"POD_NAMESPACE": namespace}).requeue_configmap_ref
+    assert requeues["metadata"]["namespace"] == where[0] == namespace
+    # By name wherever Kubernetes allows it; create cannot be (the object is not there yet).
+    assert requeues["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [where[1]],
+            "verbs": [v for v in REQUEUE_VERBS if v != "create"],
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+    ]
+    binding = find("RoleBinding", "gangplank-extender-requeues")
+    assert binding["roleRef"]["name"] == "gangplank-extender-requeues"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gangplank", "namespace": namespace}
     ]
     election = scheduler_config()["leaderElection"]
     lease_name = f"{election['resourceNamespace']}/{election['resourceName']}"

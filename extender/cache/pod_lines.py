@@ -30,8 +30,6 @@ import msgspec
 import orjson
 from msgspec import Raw, Struct
 
-from extender.kube.convert import restart_total
-
 # What the fast reading handles; anything else (ERROR events first) goes to the full parse.
 CHANGES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _SEP = b"\0"
@@ -82,25 +80,34 @@ class Status(Struct, gc=False):
         """(restarts, ready, waiting reason) as the conversion works them out (convert.
         pod_restarts, pod_ready, pod_waiting_reason): the containers' restart counts summed,
         whether a Ready condition is "True", the first waiting reason of the init containers
-        then the others. One call of plain loops: three methods, or generators, cost twice as
-        much (0.49 us a line against 0.20, measured in one run), on every line."""
-        statuses = self.containerStatuses
-        restarts = restart_total(c.restartCount for c in statuses) if statuses else 0
-        ready = False
-        conditions = self.conditions
+        then the others. Plain loops, each list looked at only when there is one: this runs
+        for every line, and with the restarts summed by a generator (convert.restart_total)
+        it took 0.9-1.3 us on a kubelet's status of five conditions, against 0.4."""
+        restarts, waiting = 0, ""
+        init, statuses, conditions = (
+            self.initContainerStatuses,
+            self.containerStatuses,
+            self.conditions,
+        )
+        if init:
+            for container in init:
+                state = container.state
+                if state is not None and state.waiting is not None and state.waiting.reason:
+                    waiting = state.waiting.reason
+                    break
+        if statuses:
+            for container in statuses:
+                if container.restartCount > 0:
+                    restarts += container.restartCount
+                if not waiting:
+                    state = container.state
+                    if state is not None and state.waiting is not None and state.waiting.reason:
+                        waiting = state.waiting.reason
         if conditions:
             for condition in conditions:
                 if condition.type == "Ready" and condition.status == "True":
-                    ready = True
-                    break
-        init = self.initContainerStatuses
-        if init or statuses:
-            for group in (init, statuses):
-                for container in group or ():
-                    state = container.state
-                    if state is not None and state.waiting is not None and state.waiting.reason:
-                        return restarts, ready, state.waiting.reason
-        return restarts, ready, ""
+                    return restarts, True, waiting
+        return restarts, False, waiting
 
 
 _NO_STATUS = Status()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,14 @@ from extender.observe.gpu_use import DEFAULT_METRIC, check_names
 from extender.policy.file import load_policy
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+# Where requeue records are kept when --requeue-configmap is not given: this name, in the
+# namespace gangplank runs in ($POD_NAMESPACE, from the downward API), else this one.
+REQUEUE_CONFIGMAP = "gangplank-requeues"
+DEFAULT_NAMESPACE = "gangplank-system"
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(
+    r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+)
 
 
 class SettingsError(ValueError):
@@ -52,6 +61,7 @@ class Settings:
     gpu_util_metric: str = DEFAULT_METRIC
     gpu_util_namespace_label: str = "namespace"
     gpu_util_pod_label: str = "pod"
+    requeue_configmap: str = f"{DEFAULT_NAMESPACE}/{REQUEUE_CONFIGMAP}"
 
     def validate(self) -> Settings:
         if not self.url_prefix.startswith("/") or (
@@ -93,6 +103,12 @@ class Settings:
             _check_policy(self.policy)
         if self.leader_lease and self.leader_lease.count("/") != 1:
             raise SettingsError(f"--leader-lease {self.leader_lease!r} must be NAMESPACE/NAME")
+        namespace, _, name = self.requeue_configmap.partition("/")
+        if not (_DNS_LABEL.fullmatch(namespace) and _DNS_SUBDOMAIN.fullmatch(name)):
+            raise SettingsError(
+                f"--requeue-configmap {self.requeue_configmap!r} must be NAMESPACE/NAME "
+                "(a namespace and a ConfigMap name as Kubernetes allows them)"
+            )
         for label, seconds in (
             ("--body-seconds", self.body_seconds),
             ("--watch-timeout", self.watch_timeout),
@@ -117,6 +133,12 @@ class Settings:
         if problem:
             raise SettingsError(f"--gpu-util-*: {problem}")
         return self
+
+    @property
+    def requeue_configmap_ref(self) -> tuple[str, str]:
+        """(namespace, name) of the ConfigMap that keeps requeue records."""
+        namespace, _, name = self.requeue_configmap.partition("/")
+        return namespace, name
 
     @property
     def scheduler_name_set(self) -> frozenset[str]:
@@ -167,6 +189,9 @@ FLAGS: dict[str, str] = {
     "identity": "this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",
     "reservation_seconds": "a gang plan whose members do not bind within this is released",
     "hold_seconds": "how long the first gang in line keeps freed capacity",
+    "requeue_configmap": "NAMESPACE/NAME of the ConfigMap that keeps requeue records (backoffs "
+    "and counts of jobs evicted by the lifecycle rules) across restarts and failovers; the "
+    f"namespace defaults to $POD_NAMESPACE, else {DEFAULT_NAMESPACE}",
     "stale_after": "seconds a kind's watch may be down before the cluster view counts as stale: "
     "gangs and queued jobs then wait and nothing is evicted (pass-through pods go on)",
     "prometheus_url": "Prometheus (or a server of its HTTP API) to read GPU utilisation from, for "
@@ -194,6 +219,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str])
         fallback = getattr(defaults, name)
         if name == "kubeconfig":
             fallback = env.get("KUBECONFIG")
+        elif name == "requeue_configmap":
+            fallback = f"{env.get('POD_NAMESPACE') or DEFAULT_NAMESPACE}/{REQUEUE_CONFIGMAP}"
         help_text = f"{text} (env {variable}"
         help_text += "; default %(default)s)" if fallback not in (None, False, "") else ")"
         if isinstance(fallback, bool):

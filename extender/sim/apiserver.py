@@ -1,7 +1,9 @@
 """A small fake Kubernetes API server over real HTTP, for tests that need one.
 
 It speaks what gangplank uses: paged lists, watches with resourceVersion and bookmarks, 410 Gone
-when history is compacted, and pods/binding. Faults are injected on purpose: a watch stream can be
+when history is compacted, pods/binding, and ConfigMaps read, created, replaced and patched with
+resourceVersion preconditions (409 Conflict when another writer came first) and their keys and
+size checked as the API server checks them. Faults are injected on purpose: a watch stream can be
 dropped mid-chunk, slowed down, stalled, or answered with 410 (as an HTTP status or as an ERROR
 event). Every request is recorded so tests can check what the client asked for.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import socket
 import threading
 import time
@@ -80,7 +83,47 @@ class State:
     budgets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     evictions: list[tuple[str, str, bool]] = field(default_factory=list)  # ns, name, dry run
     posted_events: list[dict[str, Any]] = field(default_factory=list)
+    config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)  # "ns/name" -> object
     down: bool = False  # an outage: every call answered 503, open watches cut
+
+
+# What the API server accepts as a ConfigMap data key, and the most data one may hold.
+CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+CONFIG_MAP_BYTES = 1024 * 1024
+
+
+def config_map_problem(obj: dict[str, Any]) -> str | None:
+    """Why the API server would refuse this ConfigMap (422 Invalid), or None."""
+    data = obj.get("data") or {}
+    if not isinstance(data, dict):
+        return "data: must be an object"
+    size = 0
+    for key, value in data.items():
+        if len(key) > 253 or not CONFIG_MAP_KEY.fullmatch(key) or key in (".", ".."):
+            return (
+                f"data[{key}]: Invalid value: {key!r}: a valid config key must consist of "
+                "alphanumeric characters, '-', '_' or '.'"
+            )
+        if not isinstance(value, str):
+            return f"data[{key}]: must be a string"
+        size += len(key) + len(value.encode())
+    if size > CONFIG_MAP_BYTES:
+        return f"data: Too long: must have at most {CONFIG_MAP_BYTES} bytes"
+    return None
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (for a ConfigMap's maps, what a strategic merge patch does):
+    objects merge, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge_patch(merged.get(key), value)
+    return merged
 
 
 def _bookmark(rv: int) -> dict[str, Any]:
@@ -184,6 +227,29 @@ class FakeApiServer:
             self.state.down = False
             self.cond.notify_all()
 
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ConfigMap as stored (a copy), or None."""
+        with self.cond:
+            obj = self.state.config_maps.get(f"{namespace}/{name}")
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def put_config_map(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create or overwrite a ConfigMap, as another writer would: a new resourceVersion."""
+        with self.cond:
+            obj = copy.deepcopy(obj)
+            meta = obj.setdefault("metadata", {})
+            meta.setdefault("namespace", "default")
+            self.state.rv += 1
+            meta["resourceVersion"] = str(self.state.rv)
+            meta.setdefault("uid", str(uuid.uuid4()))
+            obj.update(apiVersion="v1", kind="ConfigMap")
+            self.state.config_maps[_key(obj)] = obj
+            return copy.deepcopy(obj)
+
+    def config_map_calls(self) -> list[tuple[str, str]]:
+        """(method, path) of every request made for ConfigMaps."""
+        return [(m, p) for m, p, _ in self.state.requests if "/configmaps" in p]
+
     def faults(self, kind: str) -> WatchFaults:
         return self.state.faults[kind]
 
@@ -251,6 +317,13 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                             "spec": {"holderIdentity": holder},
                         },
                     )
+                return
+            if (
+                len(parts) == 6
+                and parts[:3] == ["api", "v1", "namespaces"]
+                and parts[4] == "configmaps"
+            ):
+                self._config_map("GET", parts[3], parts[5], {})
                 return
             kind = KIND_PATHS.get(url.path)
             if kind is None or kind in api.state.absent:
@@ -361,6 +434,11 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if self._down():
                 return
             parts = url.path.strip("/").split("/")
+            if len(parts) == 6 and parts[4] == "configmaps":
+                with api.cond:
+                    api.state.requests.append(("PATCH", url.path, {}))
+                self._config_map("PATCH", parts[3], parts[5], body)
+                return
             with api.cond:
                 api.state.requests.append(("PATCH", url.path, {}))
                 pod = None
@@ -391,12 +469,83 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             elif len(parts) == 7 and parts[4] == "pods" and parts[6] == "eviction":
                 dry = parse_qs(url.query).get("dryRun") == ["All"]
                 self._evict(parts[3], parts[5], body, dry)
+            elif len(parts) == 5 and parts[4] == "configmaps":
+                name = (body.get("metadata") or {}).get("name") or ""
+                self._config_map("POST", parts[3], name, body)
             elif len(parts) == 5 and parts[4] == "events":
                 with api.cond:
                     api.state.posted_events.append(body)
                 self._json(201, body)
             else:
                 self._status(404, "NotFound", f"no route {url.path}")
+
+        def do_PUT(self) -> None:
+            url = urlparse(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self._down():
+                return
+            with api.cond:
+                api.state.requests.append(("PUT", url.path, {}))
+            parts = url.path.strip("/").split("/")
+            if len(parts) == 6 and parts[4] == "configmaps":
+                self._config_map("PUT", parts[3], parts[5], body)
+            else:
+                self._status(404, "NotFound", f"no route {url.path}")
+
+        def _config_map(self, method: str, namespace: str, name: str, body: Any) -> None:
+            """GET, POST (create), PUT (replace) or PATCH (merge) one ConfigMap. A write that
+            names a resourceVersion other than the stored one is refused 409, as is a create
+            of one that exists; a PUT or PATCH of one that does not is 404."""
+            key = f"{namespace}/{name}"
+            with api.cond:
+                stored = api.state.config_maps.get(key)
+                if method == "GET" or (method in ("PUT", "PATCH") and stored is None):
+                    if stored is None:
+                        self._status(404, "NotFound", f'configmaps "{name}" not found')
+                    else:
+                        self._json(200, stored)
+                    return
+                if method == "POST" and stored is not None:
+                    self._status(409, "AlreadyExists", f'configmaps "{name}" already exists')
+                    return
+                if method == "PATCH" and not isinstance(body, dict):
+                    self._status(415, "UnsupportedMediaType", "only merge patches here")
+                    return
+                meta = body.get("metadata") or {}
+                wanted = meta.get("resourceVersion")
+                if (
+                    stored is not None
+                    and wanted
+                    and wanted != stored["metadata"]["resourceVersion"]
+                ):
+                    self._status(
+                        409,
+                        "Conflict",
+                        f'Operation cannot be fulfilled on configmaps "{name}": the object has '
+                        "been modified; please apply your changes to the latest version and try "
+                        "again",
+                    )
+                    return
+                if method == "PUT" and meta.get("name") not in (None, name):
+                    self._status(400, "BadRequest", "the name of the object does not match")
+                    return
+                new = _merge_patch(stored, body) if method == "PATCH" else copy.deepcopy(body)
+                new_meta = new.setdefault("metadata", {})
+                new_meta.update(name=name, namespace=namespace)
+                if not name:
+                    self._status(422, "Invalid", "metadata.name: Required value")
+                    return
+                problem = config_map_problem(new)
+                if problem is not None:
+                    self._status(422, "Invalid", f'ConfigMap "{name}" is invalid: {problem}')
+                    return
+                api.state.rv += 1
+                new_meta["resourceVersion"] = str(api.state.rv)
+                new_meta["uid"] = stored["metadata"]["uid"] if stored else str(uuid.uuid4())
+                new.update(apiVersion="v1", kind="ConfigMap")
+                api.state.config_maps[key] = new
+                self._json(201 if method == "POST" else 200, new)
 
         def _evict(self, namespace: str, name: str, body: dict[str, Any], dry: bool) -> None:
             with api.cond:

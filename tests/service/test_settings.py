@@ -25,6 +25,22 @@ def test_flags_win_over_variables_and_variables_over_defaults() -> None:
     assert settings.url_prefix == "/scheduler" and settings.reservation_seconds == 60.0
 
 
+def test_requeue_records_are_kept_in_gangplanks_own_namespace_unless_told_otherwise() -> None:
+    assert parse_serve_settings([], {}).requeue_configmap_ref == (
+        "gangplank-system",
+        "gangplank-requeues",
+    )
+    in_pod = parse_serve_settings([], {"POD_NAMESPACE": "gangplank"})
+    assert in_pod.requeue_configmap_ref == ("gangplank", "gangplank-requeues")
+    told = parse_serve_settings(
+        ["--requeue-configmap", "ops/gp.requeues"],
+        {"POD_NAMESPACE": "gangplank", "GANGPLANK_REQUEUE_CONFIGMAP": "x/y"},
+    )
+    assert told.requeue_configmap_ref == ("ops", "gp.requeues")
+    from_variable = parse_serve_settings([], {"GANGPLANK_REQUEUE_CONFIGMAP": "x/y"})
+    assert from_variable.requeue_configmap_ref == ("x", "y")
+
+
 def test_in_cluster_ignores_a_kubeconfig() -> None:
     settings = parse_serve_settings(["--in-cluster"], {"KUBECONFIG": "/x"})
     assert settings.in_cluster and settings.kubeconfig is None
@@ -42,6 +58,8 @@ def test_in_cluster_ignores_a_kubeconfig() -> None:
         (["--gpu-util-metric", "DCGM GPU UTIL"], "is not a Prometheus metric name"),
         (["--gpu-util-pod-label", 'pod"} or vector(1'], "pod label .* is not a Prometheus label"),
         (["--gpu-util-namespace-label", "pod"], "namespace and pod label are both 'pod'"),
+        (["--requeue-configmap", "gangplank-requeues"], "must be NAMESPACE/NAME"),
+        (["--requeue-configmap", "gangplank/Requeues_1"], "must be NAMESPACE/NAME"),
     ],
     ids=[
         "a prefix without a slash",
@@ -53,6 +71,8 @@ def test_in_cluster_ignores_a_kubeconfig() -> None:
         "a metric name with spaces",
         "a label name that would change the query",
         "one label for namespace and pod",
+        "a requeue ConfigMap without a namespace",
+        "a requeue ConfigMap name Kubernetes refuses",
     ],
 )
 def test_settings_that_cannot_work_are_refused_with_the_reason(
