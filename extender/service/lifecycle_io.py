@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from extender.core.engine import Engine
 from extender.core.model.gpu_use import GpuUse
@@ -26,7 +26,7 @@ READ_SECONDS = 10.0  # how often GPU use is read (the core reviews jobs as often
 
 log = logging.getLogger("gangplank")
 
-Changes = Mapping[str, Mapping[str, object] | None]
+Changes = Mapping[str, dict[str, Any] | None]
 
 
 class UseReader(Protocol):
@@ -34,7 +34,7 @@ class UseReader(Protocol):
 
 
 class RecordStore(Protocol):
-    def load(self) -> dict[str, dict[str, object]]: ...
+    def load(self) -> dict[str, dict[str, Any]]: ...
     def save(self, changes: Changes) -> None: ...
 
 

@@ -28,6 +28,7 @@ from extender.kube.events import ApiEventRecorder, EventRecorder, LogEventRecord
 from extender.kube.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kube.leader import AlwaysLeader, Leadership, LeaseLeadership, default_identity
 from extender.kube.plan_recorder import PlanRecorder
+from extender.kube.requeue_store import RequeueStore
 from extender.observe.gc_pauses import GcPauses
 from extender.observe.gpu_use import GpuUseReader
 from extender.observe.metrics import Metrics
@@ -247,6 +248,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         events=ApiEventRecorder(client.CoreV1Api(bind_client)),
         stale_after=settings.stale_after,
         gpu_use=gpu_use_reader(settings),
+        requeue_store=requeue_store(settings, client.CoreV1Api(bind_client)),
         **queues,
     )
 
@@ -261,3 +263,9 @@ def gpu_use_reader(settings: Settings) -> UseReader | None:
         settings.gpu_util_namespace_label,
         settings.gpu_util_pod_label,
     )
+
+
+def requeue_store(settings: Settings, core: Any) -> RecordStore:
+    """Where requeue records are kept: the ConfigMap `--requeue-configmap` names."""
+    namespace, name = settings.requeue_configmap.split("/", 1)
+    return RequeueStore(core, namespace, name)
