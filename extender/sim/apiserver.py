@@ -454,15 +454,22 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             api.put("pods", pod)
             self._json(200, pod)
 
-        def do_POST(self) -> None:
+        def _received(self, method: str) -> tuple[Any, dict[str, Any], list[str]] | None:
+            """(url, body, path parts) of a write, recorded; None when the server is down."""
             url = urlparse(self.path)
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             if self._down():
-                return
+                return None
             with api.cond:
-                api.state.requests.append(("POST", url.path, {}))
-            parts = url.path.strip("/").split("/")
+                api.state.requests.append((method, url.path, {}))
+            return url, body, url.path.strip("/").split("/")
+
+        def do_POST(self) -> None:
+            received = self._received("POST")
+            if received is None:
+                return
+            url, body, parts = received
             # api/v1/namespaces/{ns}/pods/{name}/binding
             if len(parts) == 7 and parts[4] == "pods" and parts[6] == "binding":
                 self._bind(parts[3], parts[5], body)
@@ -480,14 +487,10 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 self._status(404, "NotFound", f"no route {url.path}")
 
         def do_PUT(self) -> None:
-            url = urlparse(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if self._down():
+            received = self._received("PUT")
+            if received is None:
                 return
-            with api.cond:
-                api.state.requests.append(("PUT", url.path, {}))
-            parts = url.path.strip("/").split("/")
+            url, body, parts = received
             if len(parts) == 6 and parts[4] == "configmaps":
                 self._config_map("PUT", parts[3], parts[5], body)
             else:
