@@ -99,6 +99,9 @@ class PodInfo:
     started: float = 0.0  # status.startTime (0: not started)
     job: str = ""  # `gang.job_key`, worked out once when converted ("": work it out)
     restarts: int = 0  # container restarts (status.containerStatuses[].restartCount, summed)
+    ready: bool = False  # the pod's `Ready` condition is "True"
+    # The first container (init containers first) waiting with a reason, e.g. ImagePullBackOff.
+    waiting_reason: str = ""
 
     @property
     def key(self) -> str:
