@@ -339,7 +339,7 @@ def summary(runs: Sequence[Run]) -> str:
         "\n".join(describe(g) for g in groups),
     ]
     if first.get("faults"):
-        out[0] += "; " + fault_line(first["faults"])
+        out[0] += "; " + fault_line(groups[0])
     rows = [["", *(g[0]["label"] for g in groups)]]
     rows += [
         [text, *(_spread_text([r[key] for r in g]) for g in groups)]
@@ -365,10 +365,13 @@ def summary(runs: Sequence[Run]) -> str:
     return "\n\n".join(out)
 
 
-def fault_line(faults: Mapping[str, int]) -> str:
-    """The workload's jobs with faults, by fault."""
+def fault_line(group: Sequence[Run]) -> str:
+    """The workload's jobs with faults, by fault (over seeds: the median and range)."""
+    found = [f for f in FAULTS if any(f in (r.get("faults") or {}) for r in group)]
     return "with faults: " + ", ".join(
-        f"{faults[f]} {f}{' gangs' if f == 'node-loss' else ''}" for f in FAULTS if f in faults
+        _spread_text([(r.get("faults") or {}).get(f, 0) for r in group])
+        + f" {f}{' gangs' if f == 'node-loss' else ''}"
+        for f in found
     )
 
 
