@@ -774,7 +774,8 @@ class Driver:
             end, run.ending = self.now + spec.duration * self.options.stuck_factor, "gave up"
         elif run.fault == "crash":
             self._push(self.now + spec.fault_at * spec.duration, "crash", run)
-            return  # it ends when its owner gives up on it (pushed when it crashes)
+            run.ends_at = end  # until it crashes; then its owner gives up on it (pushed then)
+            return
         elif run.fault == "node-loss":
             self._push(self.now + spec.fault_at * spec.duration, "lose", run)
         elif run.fault == "idle":
