@@ -50,6 +50,9 @@ class Baseline:
         for scores in self._scores.values():
             scores.pop(node, None)
 
+    def updated(self, pods: Sequence[SimPod], now: float) -> None:
+        pass  # kube-scheduler alone looks at no running pod
+
     def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered:
         return Filtered(list(names))
 

@@ -17,6 +17,14 @@ It behaves as tests/data/kube-scheduler/NOTES.md describes kube-scheduler v1.36:
 Evicted jobs (preemption or gangplank's reclaim) are re-created by their controller and wait
 again. Gangs that never complete hold what their bound members hold (the baseline shows it).
 
+Jobs with a fault (`workload.FAULTS`) waste what they hold as the kubelet and the job would
+show it: a pod stuck not ready, restarts climbing, a member failed, GPUs idle (`Run.busiest`:
+what dcgm-exporter would report). Evictions by gangplank's lifecycle rules (`LIFECYCLE_RULES`)
+are what a controller does with them: a job evicted for not being ready, or a broken gang, is
+recreated (the same job: the same pod names, new uids) and waits gangplank's backoff; one
+evicted for idling or running past its time ends. The GPUs each kind of waste holds, and those
+the rules free, are counted (`waste_seconds`, `freed_seconds`).
+
 Each job's wait, from its arrival to its first start, is split by what it waited for at each
 moment (`WAIT_CAUSES`), as the last scheduling cycle of any of its pods found it.
 """
@@ -50,6 +58,19 @@ FLUSH_EVERY = 30.0
 STALL_SECONDS = 3600.0
 STAGGER = 0.2  # seconds between the creation stamps of one job's pods
 MIN_CANDIDATES = 100  # kube-scheduler's minCandidateNodesAbsolute
+# Utilisation (%) of a GPU as dcgm-exporter reports it: at work, idle, and spinning in a
+# collective whose peer is gone (a hung NCCL all-reduce keeps the GPU busy).
+BUSY, IDLE, HUNG = 90.0, 1.0, 100.0
+CRASH_RUNS = 10.0  # seconds a crash-looping container runs before it fails again
+CRASH_BACKOFF = (10.0, 20.0, 40.0, 80.0, 160.0, 300.0)  # kubelet's restart back-off, then 300 s
+# What a controller does with a job gangplank's lifecycle rules evicted: recreate it (it waits
+# gangplank's backoff, then runs again) or let it end.
+LIFECYCLE_RULES = {
+    "not-ready": "recreated",
+    "stale-gang": "recreated",
+    "idle": "ended",
+    "max-runtime": "ended",
+}
 
 # What a waiting job waits for, as its pods' last scheduling cycle found it.
 WAIT_CAUSES = {
@@ -72,6 +93,11 @@ class SimPod:
     parked_at: float | None = None
     in_backoff: bool = False
     last_try: float = 0.0
+    # What the kubelet reports of it once bound (a fault changes it)
+    phase: str = "Running"
+    ready: bool = True
+    waiting_reason: str = ""
+    restarts: int = 0
     uid: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +118,31 @@ class Run:
     started: float | None = None
     bound_since: float | None = None
     gone: bool = False
+    fault: str = ""  # the fault this attempt shows ("": none)
+    ends_at: float | None = None  # when it leaves if nothing acts on it
+    ending: str = "completed"  # how it ends then: completed, gave up (stuck), hung (broken)
+    # what its GPUs are wasted as now: not-ready (never ready, crash-looping), broken (a gang
+    # that lost a member, the others hanging), idle; "": not wasted
+    wasting: str = ""
+    idle_since: float | None = None
+    crashing: SimPod | None = None
+    lost: SimPod | None = None
+
+    def busiest(self, pod: SimPod, since: float) -> float | None:
+        """`pod`'s highest GPU utilisation (%) from `since` on, as dcgm-exporter would report
+        it; None when its data does not cover all of it (not running whole since then, its
+        container not up: never ready or crash-looping, or gone)."""
+        if self.started is None or since < self.started or pod is self.lost:
+            return None
+        if self.fault == "never-ready":
+            return 0.0 if pod.ready else None  # the others wait for it at the rendezvous
+        if self.crashing is not None:
+            return None if pod is self.crashing else HUNG
+        if self.lost is not None:
+            return HUNG
+        if self.idle_since is not None and self.idle_since <= since:
+            return IDLE
+        return BUSY
 
 
 @dataclass
@@ -102,6 +153,10 @@ class JobRecord:
     preempted: int = 0
     gpu_seconds_lost: float = 0.0
     runs: int = 0
+    alias: str = ""  # the name its pods go by (a preempted job comes back under a new one)
+    faulty_starts: int = 0  # attempts that started showing its fault
+    requeued: int = 0  # times a lifecycle rule had its controller recreate it
+    outcome: str = ""  # how it ended ("": it did not): see `Run.ending`, or evicted: <rule>
     # seconds waited before the first start, by cause (WAIT_CAUSES), and the cause now
     waited: dict[str, float] = field(default_factory=dict)
     cause: str = "scheduler"
@@ -142,6 +197,7 @@ class Filtered:
 class Tick:
     nudged: list[str] = field(default_factory=list)  # pod uids updated (retry now)
     evicted: list[str] = field(default_factory=list)  # pod uids the extender evicted
+    rules: dict[str, str] = field(default_factory=dict)  # uid -> the rule it was evicted by
 
 
 class Extender(Protocol):
@@ -152,6 +208,10 @@ class Extender(Protocol):
     def start(self, nodes: Sequence[dict[str, Any]]) -> None: ...
     def created(self, pods: Sequence[SimPod], now: float) -> None: ...
     def deleted(self, pods: Sequence[SimPod], now: float) -> None: ...
+    def updated(self, pods: Sequence[SimPod], now: float) -> None:
+        """The kubelet reported new status of bound pods (`SimPod.phase`, `ready`, ...)."""
+        ...
+
     def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered: ...
     def prioritize(self, pod: SimPod, names: list[str], now: float) -> dict[str, int]: ...
     def preempt(
@@ -218,6 +278,9 @@ class Options:
     # stalls). A run without gangs can deadlock for good while unrelated jobs trickle on.
     drain_seconds: float | None = None
     progress_every: float = 0.0  # simulated seconds between two calls of `progress`
+    # A stuck job (never ready, crash-looping) is deleted by its owner this many times its
+    # duration after it got stuck (see `workload.Faults`).
+    stuck_factor: float = 3.0
 
 
 class Driver:
@@ -269,6 +332,17 @@ class Driver:
         self.extender_calls: Counter[str] = Counter()
         self.preemptions = 0
         self.evictions_by_extender = 0
+        # Jobs wasting what they hold: the extender is asked every pass, not only while pods
+        # wait, so that it can look at running jobs (so is one whose policy has lifecycle rules).
+        self.watching = any(r.spec.fault for r in self.records) or bool(
+            getattr(extender, "watches_running", False)
+        )
+        self.waste_seconds: dict[str, float] = {}  # kind (`Run.wasting`) -> GPU-seconds held
+        # What lifecycle evictions freed: (rule, GPUs, from, until when the job would have held
+        # them); `freed_seconds` counts it up to the end of the run
+        self.freed: list[tuple[str, int, float, float]] = []
+        self.lifecycle_evictions: Counter[str] = Counter()  # rule -> jobs evicted
+        self._wasting: Counter[str] = Counter()  # kind -> GPUs held now
         self.gpu_seconds = 0.0
         self.incomplete_gpu_seconds = 0.0
         self.queue_gpu_seconds: dict[str, float] = {}
@@ -347,11 +421,15 @@ class Driver:
             run: Run = payload
             if not run.gone:
                 run.record.ended = self.now
+                run.record.outcome = run.ending
                 self._last_change = self.now
                 self._remove_run(run)
                 self.on_event("finished", run.record.spec.name)
                 return True
             return False
+        if kind in ("crash", "restart", "lose", "idle"):
+            run = payload
+            return not run.gone and self._fault(kind, run)
         if kind == "tick":
             self._tick()
             self._push(self.now + self.options.kick_seconds, "tick", None)
@@ -370,12 +448,18 @@ class Driver:
         raise ValueError(kind)
 
     # ---- pods coming and going ----------------------------------
-    def _create_run(self, record: JobRecord) -> None:
+    def _create_run(self, record: JobRecord, again: bool = False) -> None:
+        """A new attempt of `record`: under a new name (a preempted job comes back as another),
+        or `again` under the same (its controller recreates the pods of the same job)."""
         record.runs += 1
         run = Run(record)
         spec = record.spec
         suffix = "" if record.runs == 1 else f"-r{record.runs - 1}"
-        named = JobSpec(**{**spec.__dict__, "name": spec.name + suffix})
+        if not again:
+            record.alias = spec.name + suffix
+        named = JobSpec(**{**spec.__dict__, "name": record.alias})
+        if spec.fault and record.faulty_starts < spec.faulty_runs:
+            run.fault = spec.fault
         for i in range(spec.members):
             # a controller creates pods one after another: members of jobs arriving together
             # interleave in kube-scheduler's queue (its order is priority, then creation time)
@@ -383,6 +467,10 @@ class Driver:
             if suffix and spec.members > 1:
                 raw["metadata"]["labels"]["gangplank.io/gang"] = named.name
             pod = SimPod(raw, pod_from_api(raw), run)
+            if run.fault == "never-ready" and i == spec.members - 1:
+                # one pod never gets ready: its image does not pull, or its probe never passes
+                pod.ready, pod.waiting_reason = False, spec.symptom
+                pod.phase = "Pending" if spec.symptom == "ImagePullBackOff" else "Running"
             run.pods.append(pod)
             self.pending[pod.uid] = pod
             self.live[pod.uid] = pod
@@ -392,6 +480,7 @@ class Driver:
 
     def _remove_run(self, run: Run) -> None:
         self._account(self.now)
+        self._waste(run, "")
         run.gone = True
         gpus = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
         if run.started is not None:
@@ -577,7 +666,11 @@ class Driver:
         if record.started is None:
             record.started = self.now
         self._running[record.spec.queue] += sum(p.requests.get(GPU, 0) for p in run.pods)
-        self._push(self.now + record.spec.duration, "finish", run)
+        if run.fault:
+            self._faulty_start(run)
+        else:
+            run.ends_at = self.now + record.spec.duration
+            self._push(run.ends_at, "finish", run)
         self.on_event("started", record.spec.name)
 
     def _release(self, pod: SimPod) -> None:
@@ -648,25 +741,128 @@ class Driver:
 
     # ---- the extender's own work ----------------------------------
     def _tick(self) -> None:
-        if not self.pending and not self._incomplete:
+        if not self.pending and not self._incomplete and not self.watching:
             return
         tick = self.extender.tick(self.now)
         for uid in tick.nudged:
             pod = self.pending.get(uid)
             if pod is not None and uid in self.parked:
                 self._activate(pod)
-        runs = {}
+        runs: dict[int, tuple[Run, str]] = {}
         for uid in tick.evicted:
             found = self.live.get(uid)
             if found is not None:
-                runs[id(found.run)] = found.run
-        for run in runs.values():
-            self.evictions_by_extender += 1
-            self._evict(run, "reclaimed by gangplank")
+                runs[id(found.run)] = (found.run, tick.rules.get(uid, ""))
+        for run, rule in runs.values():
+            if rule in LIFECYCLE_RULES:
+                self._lifecycle_evict(run, rule)
+            else:
+                self.evictions_by_extender += 1
+                self._evict(run, "reclaimed by gangplank")
         if runs:
             self._requeue_parked()
 
+    # ---- faults and the lifecycle rules ----------------------------------
+    def _faulty_start(self, run: Run) -> None:
+        """A run showing its fault started (every member bound): play the fault out."""
+        record = run.record
+        spec = record.spec
+        record.faulty_starts += 1
+        end = self.now + spec.duration
+        if run.fault == "never-ready":
+            self._waste(run, "not-ready")
+            end, run.ending = self.now + spec.duration * self.options.stuck_factor, "gave up"
+        elif run.fault == "crash":
+            self._push(self.now + spec.fault_at * spec.duration, "crash", run)
+            run.ends_at = end  # until it crashes; then its owner gives up on it (pushed then)
+            return
+        elif run.fault == "node-loss":
+            self._push(self.now + spec.fault_at * spec.duration, "lose", run)
+        elif run.fault == "idle":
+            self._push(self.now + spec.fault_at * spec.duration, "idle", run)
+        run.ends_at = end
+        self._push(end, "finish", run)
+
+    def _fault(self, kind: str, run: Run) -> bool:
+        """A fault shows (`kind`: crash, restart, lose, idle); returns whether it freed room."""
+        spec = run.record.spec
+        if kind == "idle":
+            run.idle_since = self.now
+            self._waste(run, "idle")
+            return False
+        if kind == "lose":
+            # one member's node goes: its pod fails, the others hang on their collective
+            pod = run.pods[-1]
+            self._account(self.now)
+            self._waste(run, "")
+            pod.phase, pod.ready = "Failed", False
+            gpus = pod.requests.get(GPU, 0)
+            self._release(pod)
+            self._running[spec.queue] -= gpus
+            run.lost, run.ending = pod, "hung"
+            self._waste(run, "broken")
+            self._last_change = self.now
+            self.extender.updated([pod], self.now)
+            self.on_event("lost", f"{spec.name}: {pod.info.name} failed with its node")
+            return True
+        pod = run.crashing or run.pods[-1]
+        pod.restarts += 1
+        if kind == "crash":
+            run.crashing = pod
+            pod.ready, pod.waiting_reason = False, "CrashLoopBackOff"
+            self._waste(run, "not-ready")
+            run.ends_at, run.ending = (
+                self.now + spec.duration * self.options.stuck_factor,
+                "gave up",
+            )
+            self._push(run.ends_at, "finish", run)
+        delay = CRASH_BACKOFF[min(pod.restarts, len(CRASH_BACKOFF)) - 1]
+        self._push(self.now + delay + CRASH_RUNS, "restart", run)
+        self.extender.updated([pod], self.now)
+        return False
+
+    def _waste(self, run: Run, kind: str) -> None:
+        """From now on the GPUs `run` holds are wasted as `kind` ("": not wasted)."""
+        if run.wasting == kind:
+            return
+        self._account(self.now)
+        gpus = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
+        if run.wasting:
+            self._wasting[run.wasting] -= gpus
+        if kind:
+            self._wasting[kind] += gpus
+        run.wasting = kind
+
+    def _lifecycle_evict(self, run: Run, rule: str) -> None:
+        """A lifecycle rule evicted `run` whole; its controller recreates it or lets it end
+        (`LIFECYCLE_RULES`). Freed: what the job would have gone on holding without the rules,
+        counted at its first such eviction (the attempts after it exist because of the rule:
+        what they hold is counted as they hold it)."""
+        if run.gone:
+            return
+        record = run.record
+        held = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
+        if run.ends_at is not None and not record.requeued:
+            self.freed.append((rule, held, self.now, run.ends_at))
+        self.lifecycle_evictions[rule] += 1
+        self._last_change = self.now
+        self.on_event("evicted", f"{record.spec.name} ({rule})")
+        if LIFECYCLE_RULES[rule] == "ended":
+            record.ended, record.outcome = self.now, f"evicted: {rule}"
+            self._remove_run(run)
+            return
+        record.requeued += 1
+        self._remove_run(run)
+        self._create_run(record, again=True)
+
     # ---- figures ----------------------------------
+    def freed_seconds(self) -> dict[str, float]:
+        """GPU-seconds lifecycle evictions freed by the end of the run, by rule."""
+        out: dict[str, float] = {}
+        for rule, gpus, since, until in self.freed:
+            out[rule] = out.get(rule, 0.0) + gpus * max(0.0, min(until, self.now) - since)
+        return out
+
     def _account(self, t: float) -> None:
         """Count what was allocated since the last count: called before anything allocated
         changes (a bind, a run removed), at each sample and at the end."""
@@ -674,6 +870,8 @@ class Driver:
         if span > 0:
             self.gpu_seconds += self._allocated * span
             self.incomplete_gpu_seconds += self._incomplete * span
+            for kind, gpus in self._wasting.items():
+                self.waste_seconds[kind] = self.waste_seconds.get(kind, 0.0) + gpus * span
             for queue, gpus in self._running.items():
                 self.queue_gpu_seconds[queue] = self.queue_gpu_seconds.get(queue, 0.0) + gpus * span
             self._accounted_to = t

@@ -143,6 +143,9 @@ class HttpExtender:
             with contextlib.suppress(KeyError):  # evicted by gangplank already
                 self.api.delete("pods", pod.info.namespace, pod.info.name)
 
+    def updated(self, pods: Sequence[SimPod], now: float) -> None:
+        pass  # the demo's workload has no faults: nothing reports a pod's status
+
     # ---- the verbs ----------------------------------
     def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered:
         status, answer = self._call(

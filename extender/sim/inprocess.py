@@ -3,6 +3,8 @@
 What the HTTP routes and the runtime's periodic pass do, minus HTTP and threads: the same
 `ClusterStore` (fed by the driver, as the watch would), the same `Engine` and its verbs,
 the periodic pass (`kick_candidates`, evictions, the mix placement learns every minute).
+With a policy whose lifecycle rules measure idle GPUs, the pass is given what dcgm-exporter
+would report of the simulated pods (`GpuUse`: each pod's busiest GPU over its queue's window).
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from extender.cache.store import ClusterStore
 from extender.core.engine import Engine
 from extender.core.gangs.placer import GangConfig
 from extender.core.model.answers import BindRequest, Victims
+from extender.core.model.gpu_use import GpuUse
 from extender.core.model.keys import job_key
 from extender.core.model.rejection import Rejection
+from extender.core.model.snapshot import PodInfo
 from extender.core.placement.scoring import mix_of
+from extender.core.queues.gate import queue_of
 from extender.core.queues.policy import Policy
 from extender.kube.convert import node_from_api
 from extender.sim.driver import Filtered, SimPod, Tick
@@ -37,6 +42,14 @@ class InProcess:
         self.notices: Counter[str] = Counter()
         self._uids: dict[tuple[str, str], str] = {}
         self._learned_at = float("-inf")
+        self.policy = policy
+        # Running jobs are looked at each pass (the driver asks every pass) when the policy
+        # has lifecycle rules anywhere.
+        self.watches_running = policy is not None and any(
+            policy.lifecycle_of(q) is not None for q in (None, *policy.queues)
+        )
+        # GPU use goes to an engine that takes it (`kick_candidates(..., use=)`).
+        self._bound: dict[str, tuple[SimPod, PodInfo, float]] = {}  # uid -> pod, info, window
 
     def _at(self, now: float) -> float:
         self.now = EPOCH + now
@@ -57,6 +70,22 @@ class InProcess:
         for pod in pods:
             self.store.delete_pod(pod.info)
             self._uids.pop((pod.info.namespace, pod.info.name), None)
+            self._bound.pop(pod.uid, None)
+
+    def updated(self, pods: Sequence[SimPod], now: float) -> None:
+        for pod in pods:
+            found = self._bound.get(pod.uid)
+            if found is None:
+                continue
+            info = dataclasses.replace(
+                found[1],
+                phase=pod.phase,
+                ready=pod.ready,
+                waiting_reason=pod.waiting_reason,
+                restarts=pod.restarts,
+            )
+            self._bound[pod.uid] = (pod, info, found[2])
+            self.store.upsert_pod(info)
 
     def filter(self, pod: SimPod, names: list[str], now: float) -> Filtered:
         result = self.engine.filter(self.store.snapshot(), pod.info, names, self._at(now))
@@ -101,10 +130,44 @@ class InProcess:
             return decision.reason
         self.engine.bound(request)
         at = self._at(now)
-        self.store.upsert_pod(
-            dataclasses.replace(info, node_name=node, phase="Running", started=at)
+        bound = dataclasses.replace(
+            info,
+            node_name=node,
+            phase=pod.phase,
+            started=at,
+            ready=pod.ready,
+            waiting_reason=pod.waiting_reason,
         )
+        self._bound[pod.uid] = (pod, bound, self._idle_window(bound))
+        self.store.upsert_pod(bound)
         return ""
+
+    def _idle_window(self, pod: PodInfo) -> float:
+        """The window of the idle-GPU rule of the pod's queue (0: no such rule)."""
+        if not self.watches_running:
+            return 0.0
+        assert self.policy is not None
+        rules = self.policy.lifecycle_of(queue_of(self.policy, pod)[0])
+        return rules.idle_gpu.window if rules is not None and rules.idle_gpu is not None else 0.0
+
+    def gpu_use(self, now: float) -> GpuUse | None:
+        """What dcgm-exporter would show of the bound pods that an idle-GPU rule watches: each
+        pod's busiest GPU over its queue's window, for those whose data covers all of it (None:
+        no pod is watched). `window` is the longest of those windows."""
+        busiest: dict[tuple[str, str], float] = {}
+        longest = 0.0
+        for pod, info, window in self._bound.values():
+            if window:
+                longest = max(longest, window)
+                found = pod.run.busiest(pod, now - window)
+                if found is not None:
+                    busiest[(info.namespace, info.name)] = found
+        return GpuUse(busiest, window=longest) if longest else None
+
+    def _kick(self, at: float, now: float) -> list[tuple[str, str]]:
+        snapshot = self.store.snapshot()
+        use = self.gpu_use(now) if self.watches_running else None
+        return self.engine.kick_candidates(snapshot, at, use=use)
 
     def tick(self, now: float) -> Tick:
         at = self._at(now)
@@ -113,7 +176,7 @@ class InProcess:
             mix = mix_of(self.store.snapshot())
             if mix is not None:
                 self.engine.scorer.learn(mix)
-        refs = self.engine.kick_candidates(self.store.snapshot(), at)
+        refs = self._kick(at, now)
         evictions = self.engine.preemption.take_evictions()
         for notice in self.engine.take_notices():
             self.notices[notice.reason] += 1
@@ -122,4 +185,4 @@ class InProcess:
         self.engine.ledger.take_outcomes()
         self.engine.preemption.take_outcomes()
         nudged = [u for ref in refs if (u := self._uids.get(ref)) is not None]
-        return Tick(nudged, [e.uid for e in evictions])
+        return Tick(nudged, [e.uid for e in evictions], {e.uid: e.rule for e in evictions})

@@ -24,6 +24,7 @@ from typing import Any
 from extender.core.queues.fair_order import fair_shares
 from extender.core.queues.policy import Policy
 from extender.sim.driver import WAIT_CAUSES, Driver, JobRecord
+from extender.sim.workload import FAULTS
 
 HOUR = 3600.0
 Run = Mapping[str, Any]
@@ -108,7 +109,7 @@ def figures(
         }
     arrived = [r for r in driver.records if r.spec.arrival <= end]
     capacity = driver.capacity_gpus * end or 1.0
-    return {
+    out = {
         "label": label,
         "seed": seed,
         "cluster": cluster,
@@ -149,6 +150,38 @@ def figures(
                 q or "(none)": [s.waiting.get(q, 0) for s in driver.samples] for q in queues
             },
         },
+    }
+    if driver.watching:  # jobs with faults, or lifecycle rules: what was wasted and freed
+        out.update(waste_figures(driver, arrived))
+    return out
+
+
+def waste_figures(driver: Driver, arrived: Sequence[JobRecord]) -> dict[str, Any]:
+    """The jobs with faults, how jobs ended, the GPU-hours each kind of waste held (`Run.wasting`),
+    and what gangplank's lifecycle rules evicted and freed (the GPU-hours the jobs evicted would
+    have gone on holding)."""
+    faults = Counter(r.spec.fault for r in driver.records if r.spec.fault)
+    ends = Counter(r.outcome or "not ended" for r in arrived)
+    waste = driver.waste_seconds
+    freed = driver.freed_seconds()
+    evicted = driver.lifecycle_evictions
+    held = [
+        r for r in arrived if r.ended is None and " is held: " in driver.reasons.get(r.alias, "")
+    ]
+    return {
+        "faults": {f: faults[f] for f in FAULTS if faults[f]},
+        "jobs_completed": ends["completed"],
+        "jobs_by_end": dict(sorted(ends.items())),
+        "gpu_hours_not_ready": round(waste.get("not-ready", 0.0) / HOUR, 1),
+        "gpu_hours_broken_gangs": round(waste.get("broken", 0.0) / HOUR, 1),
+        "gpu_hours_idle": round(waste.get("idle", 0.0) / HOUR, 1),
+        "gpu_hours_wasted": round(sum(waste.values()) / HOUR, 1),
+        "gpu_hours_freed": round(sum(freed.values()) / HOUR, 1),
+        "gpu_hours_freed_by_rule": {r: round(freed[r] / HOUR, 1) for r in sorted(freed)},
+        "lifecycle_evictions": sum(evicted.values()),
+        "lifecycle_evictions_by_rule": {r: evicted[r] for r in sorted(evicted)},
+        "jobs_requeued": sum(1 for r in arrived if r.requeued),
+        "jobs_held": len(held),
     }
 
 
@@ -223,6 +256,17 @@ SUMMARY_ROWS = (
     ("preemptions", "jobs preempted"),
     ("gpu_hours_lost", "GPU-hours of work preempted"),
 )
+# Shown when the workload has faults or the policy lifecycle rules (`waste_figures`).
+WASTE_ROWS = (
+    ("jobs_completed", "jobs that ran their work to the end"),
+    ("gpu_hours_not_ready", "GPU-hours held by jobs not ready"),
+    ("gpu_hours_broken_gangs", "GPU-hours held by broken gangs"),
+    ("gpu_hours_idle", "GPU-hours held by idle jobs"),
+    ("gpu_hours_wasted", "GPU-hours held and not used (the three above)"),
+    ("gpu_hours_freed", "GPU-hours freed by lifecycle evictions"),
+    ("lifecycle_evictions", "jobs evicted by lifecycle rules"),
+    ("jobs_held", "jobs held after their requeue limit"),
+)
 VARIANT_BARS = (
     ("preemptions", "jobs preempted"),
     ("never_started", "jobs not started by the end"),
@@ -236,7 +280,10 @@ def summary_rows(runs: Sequence[Run]) -> list[tuple[str, str]]:
     """The rows that say something of these runs: how full the cluster got only when no job
     leaves (otherwise the end is a drain and gangs lack room at any allocation)."""
     fill = any(r.get("jobs_leave") is False for r in runs)
-    return [(k, t) for k, t in SUMMARY_ROWS if fill or k not in FILL_ROWS]
+    rows = [(k, t) for k, t in SUMMARY_ROWS if fill or k not in FILL_ROWS]
+    if any("gpu_hours_wasted" in r for r in runs):
+        rows += WASTE_ROWS
+    return rows
 
 
 QUEUE_ROWS = (
@@ -291,6 +338,8 @@ def summary(runs: Sequence[Run]) -> str:
         f"{first['jobs']:,} jobs, {first['simulated_hours']} simulated hours{over}",
         "\n".join(describe(g) for g in groups),
     ]
+    if first.get("faults"):
+        out[0] += "; " + fault_line(groups[0])
     rows = [["", *(g[0]["label"] for g in groups)]]
     rows += [
         [text, *(_spread_text([r[key] for r in g]) for g in groups)]
@@ -306,11 +355,37 @@ def summary(runs: Sequence[Run]) -> str:
     ]
     if why:
         out.append("\n".join(why))
+    rules = [line for g in groups if (line := rule_line(g, seeds))]
+    if rules:
+        out.append("\n".join(rules))
     queues = sorted({q for g in groups for r in g for q in r["queues"]})
     if len(queues) > 1 or queues != ["(none)"]:
         out.append(queue_table(groups, queues))
     out.append(wait_causes(groups, queues))
     return "\n\n".join(out)
+
+
+def fault_line(group: Sequence[Run]) -> str:
+    """The workload's jobs with faults, by fault (over seeds: the median and range)."""
+    found = [f for f in FAULTS if any(f in (r.get("faults") or {}) for r in group)]
+    return "with faults: " + ", ".join(
+        _spread_text([(r.get("faults") or {}).get(f, 0) for r in group])
+        + f" {f}{' gangs' if f == 'node-loss' else ''}"
+        for f in found
+    )
+
+
+def rule_line(group: Sequence[Run], seeds: int) -> str:
+    """What the lifecycle rules evicted and freed in a variant (its first seed's), by rule."""
+    run = group[0]
+    evicted = run.get("lifecycle_evictions_by_rule") or {}
+    if not evicted:
+        return ""
+    freed = run.get("gpu_hours_freed_by_rule") or {}
+    parts = [
+        f"{rule} {n} ({_fmt(freed.get(rule, 0.0))} GPU-hours freed)" for rule, n in evicted.items()
+    ]
+    return f"{run['label']}{_seed_note(run, seeds)}: evicted by lifecycle rules: {', '.join(parts)}"
 
 
 def queue_table(groups: Sequence[Sequence[Run]], queues: Sequence[str]) -> str:

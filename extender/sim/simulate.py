@@ -4,6 +4,8 @@
     gangplank simulate --cluster ../shared/traces --jobs 50000 --hours 24
     gangplank simulate --policy p.yaml --compare label=today "nodes=+16,label=+16 nodes"
     gangplank simulate --cluster nodes.yaml --workload pods.csv --arrivals fgd
+    gangplank simulate --policy policies/lifecycle.yaml --never-ready 0.05 --crash 0.02
+        --node-loss 0.05 --idle 0.1 --compare label=without,lifecycle=off label=with
 
 Output: a summary on the terminal, and in --out (default ./simulation) report.json (every
 figure of every run, the differences between variants) and report.html (plots). A what-if runs
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import os
 import re
 import sys
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from extender.cli.args import non_negative_float, positive_float, positive_int
+from extender.cli.args import above, non_negative_float, positive_float, positive_int
 from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import PolicyError
 from extender.policy.file import load_policy
@@ -40,7 +43,16 @@ from extender.sim.report import (
     write_html,
     write_json,
 )
-from extender.sim.workload import JobSpec, Mix, fgd_arrivals, from_trace, generate
+from extender.sim.workload import (
+    FAULTS,
+    Faults,
+    JobSpec,
+    Mix,
+    fgd_arrivals,
+    from_trace,
+    generate,
+    with_faults,
+)
 
 DEFAULT_TRACES = Path("../shared/traces")
 # One scheduling cycle with an extender: the filter and prioritize round trips (gangplank's pair
@@ -60,10 +72,12 @@ class Variant:
     policy: str | None
     add_nodes: int = 0
     baseline: bool = False
+    lifecycle: bool = True  # False: the policy's `lifecycle:` rules left out
 
 
 def parse_variant(text: str, base: Variant) -> Variant:
-    """`key=value,...` over the base run: label=, cluster=, policy= (none: no policy), nodes=+N."""
+    """`key=value,...` over the base run: label=, cluster=, policy= (none: no policy), nodes=+N,
+    lifecycle=off (the policy without its `lifecycle:` rules) or on."""
     variant = copy.copy(base)
     variant.label = text
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -76,11 +90,22 @@ def parse_variant(text: str, base: Variant) -> Variant:
             variant.policy = None if value in ("", "none") else value
         elif key == "nodes" and value.lstrip("+").isdigit():
             variant.add_nodes = int(value.lstrip("+"))
+        elif key == "lifecycle" and value in ("on", "off"):
+            variant.lifecycle = value == "on"
         else:
             raise ValueError(
-                f"--compare {text!r}: {part!r} is not label=, cluster=, policy= or nodes=+N"
+                f"--compare {text!r}: {part!r} is not label=, cluster=, policy=, nodes=+N or "
+                "lifecycle=on|off"
             )
     return variant
+
+
+def without_lifecycle(policy: Policy) -> Policy:
+    """`policy` with no `lifecycle:` rules, at the top level or in any queue."""
+    queues = {n: dataclasses.replace(q, lifecycle=None) for n, q in policy.queues.items()}
+    return dataclasses.replace(
+        policy, queues=queues, lifecycle=None, source=f"{policy.source} (lifecycle: off)"
+    )
 
 
 def cluster_spec(text: str) -> str:
@@ -178,12 +203,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs=2,
         metavar=("A", "B"),
         help="two variants of the run, each `key=value,...`: label=, cluster=, policy= (a file, "
-        "or none), nodes=+N (N more nodes like the last); the baseline runs too",
+        "or none), nodes=+N (N more nodes like the last), lifecycle=off (the policy without its "
+        "lifecycle: rules); the baseline runs too",
     )
     parser.add_argument("--no-baseline", action="store_true", help="skip the run without gangplank")
     parser.add_argument("--out", default="simulation", help="directory for report.json/.html")
     parser.add_argument("--no-html", action="store_true", help="write no HTML page")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    share = above(float, 0, inclusive=True, most=1)
+    for flag, fault in (
+        ("--never-ready", "never-ready"),
+        ("--crash", "crash"),
+        ("--node-loss", "node-loss"),
+        ("--idle", "idle"),
+    ):
+        whose = "gangs" if fault == "node-loss" else "jobs"
+        parser.add_argument(
+            flag,
+            type=share,
+            default=0.0,
+            help=f"share of {whose} (0-1, seeded) that {FAULTS[fault]}",
+        )
+    parser.add_argument(
+        "--fixed-on-retry",
+        type=share,
+        default=0.5,
+        help="chance that a never-ready or crash-looping job gangplank sent back is fixed on "
+        "each new attempt",
+    )
+    parser.add_argument(
+        "--stuck-factor",
+        type=positive_float,
+        default=3.0,
+        help="a job stuck not ready or crash-looping is deleted by its owner this many times its "
+        "duration after it got stuck",
+    )
     parser.add_argument(
         "--kick-seconds",
         type=positive_float,
@@ -286,6 +340,8 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
     variant, jobs = task.variant, task.jobs
     nodes = _grow(load_cluster(variant.cluster), variant.add_nodes)
     policy = load_policy(variant.policy) if variant.policy else None
+    if policy is not None and not variant.lifecycle:
+        policy = without_lifecycle(policy)
     extender: Extender = Baseline() if variant.baseline else InProcess(policy)
     horizon = max((j.arrival for j in jobs), default=0.0)
     label = variant.label if args.seeds == 1 else f"{variant.label}, seed {task.seed}"
@@ -301,6 +357,7 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
             # work a free cluster would have finished: the longest job, after the last arrival
             drain_seconds=max((j.duration for j in jobs), default=0.0),
             progress_every=36.0,  # the bar shows hundredths of an hour
+            stuck_factor=args.stuck_factor,
         ),
         progress=update,
     )
@@ -346,7 +403,7 @@ def run_all(tasks: Sequence[Task], args: argparse.Namespace) -> list[dict[str, A
 def workload(
     args: argparse.Namespace, policy: Policy | None, nodes: list[dict[str, Any]], seed: int
 ) -> list[JobSpec]:
-    """The jobs of one seed."""
+    """The jobs of one seed, a seeded share of them wasting what they hold (`faults`)."""
     if args.workload == "generated":
         mix = Mix(
             jobs=args.jobs or GENERATED_JOBS,
@@ -355,12 +412,31 @@ def workload(
             seed=seed,
             queues=_queues(args, policy),
         )
-        return generate(mix, node_gpus(nodes))
-    queues = list(_queues(args, policy)) if (args.queues or policy) else []
-    jobs = _trace(Path(args.workload), queues, args.jobs, seed)
-    if args.arrivals == "fgd":
-        return fgd_arrivals(jobs, sum(node_gpus(nodes)), seed)
-    return jobs
+        jobs = generate(mix, node_gpus(nodes))
+    else:
+        queues = list(_queues(args, policy)) if (args.queues or policy) else []
+        jobs = _trace(Path(args.workload), queues, args.jobs, seed)
+        if args.arrivals == "fgd":
+            jobs = fgd_arrivals(jobs, sum(node_gpus(nodes)), seed)
+    return with_faults(jobs, faults(args, seed))
+
+
+def faults(args: argparse.Namespace, seed: int) -> Faults:
+    """The fault shares asked for (ValueError naming the flags when they add up to more
+    than 1)."""
+    try:
+        return Faults(
+            never_ready=args.never_ready,
+            crash=args.crash,
+            node_loss=args.node_loss,
+            idle=args.idle,
+            fixed_on_retry=args.fixed_on_retry,
+            seed=seed,
+        )
+    except ValueError:
+        raise ValueError(
+            "--never-ready, --crash, --node-loss and --idle add up to more than 1"
+        ) from None
 
 
 def replay_note(jobs: Sequence[JobSpec], nodes: list[dict[str, Any]]) -> str:
@@ -399,6 +475,8 @@ def main(args: argparse.Namespace) -> int:
         for variant in variants:  # refused now rather than after the runs before it
             if variant.policy:
                 load_policy(variant.policy)
+            elif not variant.lifecycle:
+                raise ValueError(f"--compare {variant.label}: lifecycle=off needs a policy")
             cluster = variant.cluster
             if cluster != args.cluster and ":" not in cluster and not Path(cluster).exists():
                 raise ClusterError(f"--compare {variant.label}: {cluster}: no such file")

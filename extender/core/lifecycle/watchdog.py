@@ -147,6 +147,8 @@ class Watchdog:
             return Finding(key, "not-ready", why, found, rules)
         if healthy:
             return self._idle(key, pods, rules, use, out)
+        if seen.whole and len(pods) >= size:
+            return None  # all there, one not Ready for now: a crash loop goes by restartLimit
         if seen.whole:  # lost members after it ran whole
             seen.broken_at = seen.broken_at or now
             grace = rules.stale_gang_grace
