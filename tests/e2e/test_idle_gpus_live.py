@@ -33,7 +33,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -42,6 +41,7 @@ import yaml
 from loadtest import live
 from tests.builders import bound_pod, gang_pods, node, pod
 from tests.dcgm_standin import UTIL, DcgmStandin
+from tests.exported import RULES, selectors
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
 from tests.serving import Served, free_port, write_kubeconfig
@@ -54,8 +54,6 @@ pytestmark = [
     ),
     pytest.mark.slow,
 ]
-ROOT = Path(__file__).parents[2]
-RULES = ROOT / "manifests/monitoring/gangplank-rules.yaml"
 QUEUE = "gangplank.io/queue"
 WINDOW = 5.0
 POLICY = {
@@ -88,12 +86,13 @@ JOBS: dict[str, tuple[str, str, int, tuple[float, ...]]] = {
     "idle-first": ("reclaim", "n5", 1000, (1, 2)),
     "busy-high": ("reclaim", "n6", 1000, (60, 70)),
 }
-# The alerts on this, asked of Prometheus while it scrapes gangplank
-ASKED = {
-    "idle share": 'sum(gangplank_idle_gpus) / sum(gangplank_pool_gpus{state="allocatable"})',
-    "gpu use up": "gangplank_gpu_use_up",
-    "held": "gangplank_jobs_held",
-}
+# The lifecycle alerts, asked of Prometheus while it scrapes gangplank (their `for` aside)
+ALERTS = ("GangplankIdleGpus", "GangplankGpuUseUnread", "GangplankJobHeld")
+
+
+# The dashboard's and the alerts' selectors of these are asked of Prometheus here (the demo that
+# tests/observe/test_prometheus_live.py scrapes reads no GPU use and evicts nothing).
+LIFECYCLE = re.compile(r"gangplank_(waste_|lifecycle_|requeues_|jobs_held|idle_|gpu_use_)")
 
 
 @dataclass
@@ -129,7 +128,8 @@ class Story:
     back: Step
     status_text: str = ""  # `gangplank status` at step again
     why_text: str = ""  # `gangplank why watch/idle-report-0` at step again
-    asked: dict[str, list[Any]] = field(default_factory=dict)  # ASKED, at step again
+    asked: dict[str, list[Any]] = field(default_factory=dict)  # ALERTS' expressions, at again
+    selected: dict[str, list[Any]] = field(default_factory=dict)  # LIFECYCLE selectors, then
     rules_health: set[str] = field(default_factory=set)
     newcomer: dict[str, str] = field(default_factory=dict)  # newcomer pod -> node
     evictions: list[tuple[str, str, bool]] = field(default_factory=list)
@@ -292,7 +292,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
 
         took = wait(
             lambda: (
-                "idle-evict-0" not in cluster.pods()
+                not {"idle-evict-0", "idle-evict-1"} & cluster.pods()
                 and {"gang watch/idle-report", "gang reclaim/idle-first"} <= idle_now()
             ),
             45,
@@ -303,7 +303,11 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         status_text = cli(base, "status")
         why_text = cli(base, "why", "watch/idle-report-0")
         wait(lambda: bool(ask(url, "sum(gangplank_idle_gpus) == 16")), 10)  # scraped
-        asked = {name: ask(url, expr) for name, expr in ASKED.items()}
+        rules = yaml.safe_load(RULES.read_text())["groups"]
+        exprs = {r["alert"]: r["expr"] for g in rules for r in g["rules"] if "alert" in r}
+        asked = {name: ask(url, exprs[name]) for name in ALERTS}
+        read = set().union(*selectors().values())
+        selected = {s: ask(url, s) for s in read if LIFECYCLE.match(s)}
         groups = live.get(f"{url}/api/v1/rules")["data"]["groups"]
         rules_health = {r["health"] for g in groups for r in g["rules"]}
 
@@ -336,7 +340,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         down = cluster.step(took)
 
         prometheus = start_prometheus()
-        took = wait(lambda: "late-0" not in cluster.pods(), 40)
+        took = wait(lambda: not {"late-0", "late-1"} & cluster.pods(), 40)
         took += wait(lambda: cluster.metric("gangplank_gpu_use_up") == 1.0, 15)
         back = cluster.step(took)
         with api.cond:
@@ -351,6 +355,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         status_text=status_text,
         why_text=why_text,
         asked=asked,
+        selected=selected,
         rules_health=rules_health,
         newcomer=newcomer,
         evictions=evictions,
@@ -461,9 +466,18 @@ def test_with_prometheus_back_the_job_idle_all_along_is_evicted_and_readyz_is_pl
     assert story.back.value("gangplank_gpu_use_up") == 1.0
 
 
-def test_prometheus_reads_the_new_metrics_the_alerts_ask_and_runs_every_rule(story: Story) -> None:
-    share = story.asked["idle share"]
-    assert share and float(share[0]["value"][1]) == pytest.approx(16 / 56), share
-    assert [float(s["value"][1]) for s in story.asked["gpu use up"]] == [1.0]
-    assert [float(s["value"][1]) for s in story.asked["held"]] == [0.0]
+def test_prometheus_runs_every_rule_and_the_idle_gpus_alert_sees_idle_jobs_hold_16_of_56(
+    story: Story,
+) -> None:
+    share = story.asked["GangplankIdleGpus"]
+    assert [float(s["value"][1]) for s in share] == [pytest.approx(16 / 56)], share
+    assert story.asked["GangplankGpuUseUnread"] == [] and story.asked["GangplankJobHeld"] == []
     assert story.rules_health == {"ok"}
+
+
+def test_every_selector_of_the_dashboard_and_the_alerts_on_lifecycle_metrics_names_series(
+    story: Story,
+) -> None:
+    assert len(story.selected) >= 8, sorted(story.selected)
+    empty = {s for s, found in story.selected.items() if not found}
+    assert empty == {s for s in story.selected if s.startswith("gangplank_requeues_total")}
