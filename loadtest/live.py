@@ -11,7 +11,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -83,19 +83,27 @@ def drive(base: str) -> None:
 
 @contextmanager
 def prometheus(
-    target: str, workdir: Path, *, interval: str = "1s", rules: Path | None = None
+    target: str | Sequence[str],
+    workdir: Path,
+    *,
+    interval: str = "1s",
+    rules: Path | None = None,
+    port: int | None = None,
 ) -> Iterator[str]:
-    """Debian's Prometheus scraping `target` (host:port); yields its base URL."""
+    """Debian's Prometheus scraping `target` (host:port, or several); yields its base URL.
+    `port`: where it listens (a free one by default); a second one started on the same `port`
+    and `workdir` is the first one back, with the samples it kept."""
     if PROMETHEUS is None:
         raise RuntimeError("prometheus is not installed (apt-get install prometheus)")
+    targets = [target] if isinstance(target, str) else list(target)
     config: dict[str, Any] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
-        "scrape_configs": [{"job_name": "gangplank", "static_configs": [{"targets": [target]}]}],
+        "scrape_configs": [{"job_name": "gangplank", "static_configs": [{"targets": targets}]}],
     }
     if rules is not None:
         config["rule_files"] = [str(rules)]
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{port or free_port()}"
     process = subprocess.Popen(
         [
             PROMETHEUS,

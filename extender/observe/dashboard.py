@@ -46,6 +46,12 @@ def single(title: str, unit: str, expr: str, description: str = "") -> stat.Pane
     return panel.description(description) if description else panel
 
 
+def leader(metric: str) -> str:
+    """`metric` of the replica whose scheduler leads: only it reviews jobs and reads GPU use (a
+    standby keeps the gauges of when it last led)."""
+    return f"{metric} and on (instance) gangplank_leader == 1"
+
+
 def build() -> dashboard.Dashboard:
     gpu = 'resource="nvidia.com/gpu"'
     board = (
@@ -200,6 +206,66 @@ def build() -> dashboard.Dashboard:
                     "preemptor wait {{phase}} p50",
                     "B",
                 ),
+            )
+        )
+        .with_row(dashboard.Row("Waste"))
+        .with_panel(
+            series(
+                "GPUs held and not used, by kind",
+                "none",
+                query(
+                    "sum by (kind) (rate(gangplank_waste_gpu_seconds_total[$__rate_interval]))",
+                    "{{kind}}",
+                ),
+                description="GPU-seconds wasted per second (on average, this many GPUs): held by "
+                "jobs never all Ready (not-ready), gangs that lost members (broken), jobs whose "
+                "GPUs stay below the idleGpu threshold (idle). Counted under a lifecycle: policy.",
+            )
+        )
+        .with_panel(
+            series(
+                "GPUs freed by lifecycle rule",
+                "none",
+                query(
+                    "sum by (rule) (increase(gangplank_lifecycle_freed_gpus_total"
+                    "[$__rate_interval]))",
+                    "{{rule}}",
+                ),
+                description="GPUs given back by evicting whole jobs: not-ready, stale-gang, "
+                "max-runtime, idle.",
+            )
+        )
+        .with_panel(
+            series(
+                "Requeues by rule, and jobs held",
+                "none",
+                query(
+                    "sum by (rule) (increase(gangplank_requeues_total[$__rate_interval]))",
+                    "{{rule}} requeues",
+                ),
+                query(f"max({leader('gangplank_jobs_held')})", "held until a person acts", "B"),
+                description="Jobs evicted and requeued (backoff, then held after the requeue "
+                "limit; max-runtime: held at once), and the jobs held now.",
+            )
+        )
+        .with_panel(
+            series(
+                "Idle jobs and their GPUs",
+                "none",
+                query(f"max({leader('gangplank_idle_jobs')})", "idle jobs"),
+                query(f"max({leader('gangplank_idle_gpus')})", "GPUs they hold", "B"),
+                description="Running jobs whose every GPU stayed below the idleGpu threshold "
+                "over its window (the last review).",
+            )
+        )
+        .with_panel(
+            series(
+                "GPU use read from Prometheus",
+                "none",
+                query(f"max({leader('gangplank_gpu_use_up')})", "read (1) or failing (0)"),
+                query(f"max({leader('gangplank_gpu_use_pods')})", "pods with data", "B"),
+                description="--prometheus-url: 0 while reads fail (no job is found idle "
+                "meanwhile; /readyz says why). Empty without an idle-GPU rule.",
             )
         )
         .with_row(dashboard.Row("Extender health"))

@@ -156,7 +156,13 @@ class Runtime:
         return self.readiness.staleness()
 
     def ready(self) -> tuple[bool, str]:
-        return self.readiness.ready()
+        """Readiness (`readiness.py`), its detail telling when GPU use could not be read: never
+        a reason to fail it, as only the idle-GPU rule waits (it acts on no job meanwhile)."""
+        ready, reason = self.readiness.ready()
+        problem = self.lifecycle_io.problem
+        if problem:
+            reason += f"; GPU use not read, no job is found idle meanwhile: {problem}"
+        return ready, reason
 
     def restore_plans(self) -> None:
         self.periodic.restore_plans()

@@ -28,7 +28,15 @@ def test_the_configmap_is_labelled_for_the_grafana_sidecar_and_holds_the_model()
 
 def test_the_dashboard_covers_each_question_with_panels() -> None:
     rows = [p["title"] for p in dashboard.model()["panels"] if p["type"] == "row"]
-    assert rows == ["Cluster", "Queues", "Gangs", "Placement", "Preemption", "Extender health"]
+    assert rows == [
+        "Cluster",
+        "Queues",
+        "Gangs",
+        "Placement",
+        "Preemption",
+        "Waste",
+        "Extender health",
+    ]
 
 
 def test_every_query_reads_metrics_gangplank_exports() -> None:
