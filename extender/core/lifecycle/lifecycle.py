@@ -27,7 +27,7 @@ from extender.core.preemption.evictions import EvictionQueue
 from extender.core.queues.policy import Policy
 from extender.core.waiting import WaitingRoom
 
-REVIEW_SECONDS = 10.0  # how often running jobs are looked at
+REVIEW_SECONDS = 10.0  # how often running jobs are looked at (by default)
 ACTED_SECONDS = 300.0  # a job acted on is not judged again while its pods leave
 # Rule -> what the eviction's Event says
 TOLD = {
@@ -51,7 +51,15 @@ class LifecycleOutcomes:
 
 
 class Lifecycle:
-    def __init__(self, evictions: EvictionQueue, outbox: Outbox, waiting: WaitingRoom) -> None:
+    def __init__(
+        self,
+        evictions: EvictionQueue,
+        outbox: Outbox,
+        waiting: WaitingRoom,
+        review_seconds: float = REVIEW_SECONDS,
+    ) -> None:
+        """`review_seconds`: how often running jobs are reviewed (a pass in between skips it)."""
+        self.review_seconds = review_seconds
         self.requeues = Requeues()
         self._watchdog = Watchdog()
         self._evictions = evictions
@@ -90,7 +98,7 @@ class Lifecycle:
         schedulers: Collection[str],
         completing: Collection[str],
     ) -> None:
-        if now - self._reviewed < REVIEW_SECONDS:
+        if now - self._reviewed < self.review_seconds:
             return
         self._reviewed = now
         self._acted = {k: t for k, t in self._acted.items() if now - t < ACTED_SECONDS}
