@@ -28,7 +28,7 @@ from extender.core.queues.policy import Policy
 from extender.core.waiting import WaitingRoom
 
 REVIEW_SECONDS = 10.0  # how often running jobs are looked at (by default)
-ACTED_SECONDS = 300.0  # a job acted on is not judged again while its pods leave
+ACTED_SECONDS = 300.0  # pods acted on are not judged again while they leave
 # Rule -> what the eviction's Event says
 TOLD = {
     "not-ready": "not ready in time",
@@ -67,7 +67,7 @@ class Lifecycle:
         self._waiting = waiting
         self._idle: dict[str, Idle] = {}  # the last pass's idle jobs
         self._told_idle: set[str] = set()
-        self._acted: dict[str, float] = {}  # job -> when its eviction was decided
+        self._acted: dict[str, float] = {}  # pod uid -> when its eviction was decided
         self._reviewed = float("-inf")
         self.outcomes = LifecycleOutcomes()
 
@@ -110,13 +110,13 @@ class Lifecycle:
             self._tell_idle(key, review.idle[key])
         self._told_idle &= review.idle.keys()
         for finding in review.findings:
-            if finding.job not in self._acted:
+            if not any(p.uid in self._acted for p in finding.pods):  # its new pods: judged
                 self._act(finding, now)
         self.requeues.prune(now, set(snapshot.groups))
 
     def _act(self, finding: Finding, now: float) -> None:
         rule, key = finding.rule, finding.job
-        self._acted[key] = now
+        self._acted.update(dict.fromkeys((p.uid for p in finding.pods), now))
         requeue = finding.rules.requeue
         owner = next((p.owner.uid for p in finding.pods if p.owner is not None), "")
         what = f"evicted by gangplank: {job_name(key)} {TOLD[rule]}: {finding.reason}"

@@ -188,3 +188,32 @@ def test_a_crash_looping_pod_counts_as_not_ready_even_after_the_job_ran_whole() 
         "not-ready",
         "pod train-1 restarted 4 times (restartLimit 3)",
     )
+
+
+def test_a_requeued_job_whose_new_pods_fail_again_is_requeued_again_at_once() -> None:
+    """What was acted on is its pods, not its name: the new pods of a job evicted a minute ago
+    are judged as soon as they fail (the second requeue, then held after the limit), not when
+    the old pods' guard runs out minutes later."""
+    co = engine(readyTimeout="1m", requeue={"backoff": "30s", "maxBackoff": "1h", "limit": 1})
+    trouble = {"train-3": {"ready": False, "waiting": "ImagePullBackOff"}}
+    co.kick_candidates(Cluster(nodes=nodes(), pods=gang(NOW, **trouble)).snap(), NOW + 61)
+    assert len(evicted(co)) == 4
+    again = Cluster(nodes=nodes(), pods=gang(NOW + 100, **trouble))  # recreated: new uids
+    co.kick_candidates(again.snap(), NOW + 130)
+    assert evicted(co) == [], "not before its own readyTimeout"
+    co.kick_candidates(again.snap(), NOW + 161)
+    assert evicted(co) == [(f"train-{i}", "not-ready") for i in range(4)]
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None and (record.count, record.held) == (2, True)
+
+
+def test_a_job_acted_on_is_not_judged_again_while_its_pods_leave() -> None:
+    co = engine(readyTimeout="1m")
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-3": {"ready": False}}))
+    co.kick_candidates(cluster.snap(), NOW + 61)
+    assert len(evicted(co)) == 4
+    co.kick_candidates(cluster.snap(), NOW + 90)  # the evictions take a while to show
+    assert evicted(co) == [], "not evicted twice"
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None and record.count == 1, "nor requeued twice"
+
