@@ -217,3 +217,39 @@ def test_a_job_acted_on_is_not_judged_again_while_its_pods_leave() -> None:
     record = co.lifecycle.requeues.get(GANG)
     assert record is not None and record.count == 1, "nor requeued twice"
 
+
+def replaced(started: float, **state: Any) -> dict[str, Any]:
+    """A new train-3 (new uid), bound on n3 and started at `started`."""
+    fresh = gang_pods("train", 4, gpu=8, labels={"gangplank.io/queue": "team"})[3]
+    return bound_pod(fresh, "n3", started, **state)
+
+
+def test_a_gang_whose_replacement_is_bound_but_still_starting_is_completed_not_stale() -> None:
+    """A lost member's replacement pulls its image for longer than staleGangGrace: the gang is
+    complete again, so it is no stale gang; its new member has readyTimeout from its own start."""
+    co = engine(staleGangGrace="5m", readyTimeout="10m")
+    whole = gang(NOW)
+    cluster = Cluster(nodes=nodes(), pods=whole)
+    co.kick_candidates(cluster.snap(), NOW + 60)
+    cluster.delete("pods", whole[3])
+    co.kick_candidates(cluster.snap(), NOW + 120)  # broken
+    cluster.add("pods", replaced(NOW + 130, ready=False, waiting="ContainerCreating"))
+    co.kick_candidates(cluster.snap(), NOW + 140)
+    co.kick_candidates(cluster.snap(), NOW + 120 + 6 * 60)
+    assert evicted(co) == [], "complete again: not stale, and its new pod has time to start"
+    co.kick_candidates(cluster.snap(), NOW + 130 + 10 * 60 + 1)
+    assert evicted(co) == [(f"train-{i}", "not-ready") for i in range(4)]
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None
+    assert record.reason == "pods not ready within 10m (train-3: ContainerCreating)"
+
+
+def test_a_member_of_a_gang_that_ran_whole_and_is_not_ready_a_moment_is_left_alone() -> None:
+    co = engine(staleGangGrace="5m", readyTimeout="10m")
+    whole = gang(NOW)
+    cluster = Cluster(nodes=nodes(), pods=whole)
+    co.kick_candidates(cluster.snap(), NOW + 60)
+    cluster.add("pods", bound_pod(whole[1], "n1", NOW, ready=False))  # the same pod, unready
+    for t in (NOW + 3600, NOW + 3600 + 6 * 60, NOW + 3600 + 11 * 60):
+        co.kick_candidates(cluster.snap(), t)
+    assert evicted(co) == [], "not lost, not new: its readiness probe is its own business"
