@@ -4,8 +4,9 @@ and two more stand-ins the scenarios need: the kubelets (a pod bound gets its st
 Ready, or waiting with a reason such as ImagePullBackOff) and a job controller that recreates its
 pods once they are all gone (as a JobSet or a PyTorchJob restarts a failed group).
 
-Durations are seconds here (readyTimeout 3s, backoff 2s...) and running jobs are reviewed every
-0.2 s rather than every 10 s, so each scenario takes seconds."""
+Durations are seconds here (readyTimeout 3s, backoff 3s...) and running jobs are reviewed every
+0.2 s rather than every 10 s, so each scenario takes 4 to 10 seconds; the suite, about 50 s, is
+marked slow (`make test-slow`, and CI, run it)."""
 
 from __future__ import annotations
 
@@ -24,14 +25,18 @@ import pytest
 from extender.core.gangs.placer import GangConfig
 from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import parse_policy
+from extender.kube.requeue_store import config_key
 from tests.builders import bound_pod, gang_pods, node, policy_doc, queue
 from tests.e2e.test_failover import LEASE
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import REQUEUE_CONFIGMAP, Extender, KubeScheduler
 
+pytestmark = pytest.mark.slow
+
 QUEUE = "gangplank.io/queue"
 CONFIG = GangConfig(lifecycle_review_seconds=0.2)
 GANG = "gangplank:default/train"
+UNPULLED = {"train-3": {"ready": False, "waiting": "ImagePullBackOff"}}  # its image: a typo
 
 
 def lifecycle(**rules: Any) -> Policy:
@@ -122,8 +127,10 @@ class JobController(threading.Thread):
 
 
 @contextlib.contextmanager
-def cluster(api: FakeApiServer) -> Iterator[Kubelets]:
+def cluster(api: FakeApiServer, **trouble: dict[str, Any]) -> Iterator[Kubelets]:
+    """The kubelets, `trouble` for the pods it names (e.g. train-3's image cannot be pulled)."""
     kubelets = Kubelets(api)
+    kubelets.trouble.update(trouble)
     kubelets.start()
     try:
         yield kubelets
@@ -168,7 +175,7 @@ def evicted(api: FakeApiServer) -> list[str]:
 def record(api: FakeApiServer, job: str = GANG) -> dict[str, Any] | None:
     """The requeue record of `job` in the ConfigMap --requeue-configmap names."""
     found = api.config_map(*REQUEUE_CONFIGMAP)
-    key = job.replace(":", "_3a").replace("/", "_2f")
+    key = config_key(job)
     if found is None or key not in (found.get("data") or {}):
         return None
     data: dict[str, Any] = json.loads(found["data"][key])
@@ -185,6 +192,11 @@ def messages(api: FakeApiServer, having: str = "") -> list[str]:
         if any(having in m for m in told) or time.monotonic() > deadline:
             return told
         time.sleep(0.02)
+
+
+def posted(api: FakeApiServer) -> list[dict[str, Any]]:
+    with api.cond:
+        return list(api.state.posted_events)
 
 
 def wait_for(what: Any, timeout: float = 10.0) -> None:
@@ -235,11 +247,10 @@ def test_a_gang_with_one_pod_never_ready_is_evicted_whole_its_new_pods_wait_out_
     add_nodes(api, 6)
     rules = lifecycle(readyTimeout="3s", requeue={"backoff": "3s", "maxBackoff": "1m", "limit": 5})
     with (
-        cluster(api) as kubelets,
+        cluster(api, **UNPULLED) as kubelets,
         Extender(api, CONFIG, policy=rules) as extender,
         controller(api, "train", 4, "a") as train,
     ):
-        kubelets.trouble["train-3"] = {"ready": False, "waiting": "ImagePullBackOff"}
         scheduler = KubeScheduler(api, extender)
         scheduler.settle(timeout=10, until=lambda: len(bound(api, "train")) == 4)
         first = pods_of(api, "train")
@@ -302,11 +313,10 @@ def test_the_requeue_limit_holds_the_job_with_its_reason_until_a_pod_is_annotate
     add_nodes(api, 4)
     rules = lifecycle(readyTimeout="2s", requeue={"backoff": "1s", "maxBackoff": "1m", "limit": 1})
     with (
-        cluster(api) as kubelets,
+        cluster(api, **UNPULLED) as kubelets,
         Extender(api, CONFIG, policy=rules) as extender,
         controller(api, "train", 4, "a") as train,
     ):
-        kubelets.trouble["train-3"] = {"ready": False, "waiting": "ImagePullBackOff"}
         scheduler = KubeScheduler(api, extender)
         scheduler.settle(timeout=20, until=lambda: len(evicted(api)) == 8)
         assert sorted(evicted(api)) == sorted(f"train-{i}" for i in range(4) for _ in range(2))
@@ -321,9 +331,12 @@ def test_the_requeue_limit_holds_the_job_with_its_reason_until_a_pod_is_annotate
         assert kept is not None and (kept["count"], kept["held"]) == (2, True)
 
         # held: past the 2 s a second backoff would have been
-        scheduler.settle(timeout=4, until=lambda: False)
+        scheduler.settle(timeout=3, until=lambda: False)
         assert len(train.created) == 3 and bound(api, "train") == {}
         assert scheduler.reasons["default/train-0"] == HELD.format(reason=not_ready)
+        held = [{"job": "gang default/train", "requeues": 2, "reason": not_ready}]
+        assert extender.get("/status")["held_jobs"] == held
+        assert "gangplank_jobs_held 1.0" in extender.metrics()
 
         kubelets.trouble.clear()
         with api.cond:
@@ -333,6 +346,7 @@ def test_the_requeue_limit_holds_the_job_with_its_reason_until_a_pod_is_annotate
         scheduler.settle(timeout=10, until=lambda: len(bound(api, "train")) == 4)
         assert len(bound(api, "train")) == 4, scheduler.reasons
         assert record(api) is None, "started afresh"
+        assert extender.get("/status")["held_jobs"] == []
 
 
 # ---- broken gangs ----
@@ -374,7 +388,7 @@ def test_a_gang_that_lost_a_member_with_no_room_to_replace_it_is_evicted_after_t
         scheduler.settle(timeout=10, until=lambda: clock.note("evicted", len(evicted(api)) == 3))
         assert sorted(evicted(api)) == ["train-0", "train-1", "train-2"], scheduler.reasons
         assert clock.at["evicted"] - lost >= 3.0, "not before staleGangGrace"
-        assert clock.at["evicted"] - lost < 6.0
+        assert clock.at["evicted"] - lost < 8.0
         told = [m for m in messages(api, "lost members") if "lost members" in m]
         assert told and re.fullmatch(
             r"evicted by gangplank: gang default/train lost members and could not be completed: "
@@ -442,6 +456,19 @@ def test_a_job_past_its_max_runtime_is_evicted_whole_with_an_event_and_held(
             r"\(all its pods go together\)",
             told[0],
         ), told
+
+        def told_of() -> list[tuple[str, str]]:
+            return [
+                (e["involvedObject"]["name"], e["reason"])
+                for e in posted(api)
+                if "maxRuntime" in e["message"]
+            ]
+
+        wait_for(lambda: len([t for t in told_of() if t[1] == "Preempted"]) == 4)
+        evictions = told_of()
+        assert sorted(evictions) == [(f"train-{i}", "Preempted") for i in range(4)], (
+            "one Event on each pod, and none saying a pod of the job preempts for it"
+        )
         # the Job made new pods: they are held, saying why
         scheduler.settle(timeout=5, until=lambda: "default/train-0" in scheduler.parked)
         reason = scheduler.reasons["default/train-0"]
@@ -463,8 +490,7 @@ def test_a_restart_or_a_failover_keeps_the_requeue_count_and_the_backoff(
     add_nodes(api, 4)
     rules = lifecycle(readyTimeout="2s", requeue={"backoff": "3s", "maxBackoff": "1m", "limit": 5})
     with contextlib.ExitStack() as stack:
-        kubelets = stack.enter_context(cluster(api))
-        kubelets.trouble["train-3"] = {"ready": False, "waiting": "ImagePullBackOff"}
+        stack.enter_context(cluster(api, **UNPULLED))
         if how == "failover":
             api.state.leases[LEASE] = "a_1f2e"
             old = Extender(api, CONFIG, policy=rules, identity="a")
