@@ -79,7 +79,10 @@ class Lifecycle:
         if not len(self.requeues):
             return None
         members = (pod,) if is_single(key) else snapshot.groups.get(key, (pod,))
-        reason = self.requeues.gate(key, [p for p in members if not p.node_name] or [pod], now)
+        # The pod asked for as kube-scheduler sent it: it retries a parked pod the moment it is
+        # annotated (retry: "now"), often before the watch brings the annotation to the cache.
+        others = [p for p in members if not p.node_name and p.uid != pod.uid]
+        reason = self.requeues.gate(key, [pod, *others], now)
         if reason is None:
             return None
         record = self.requeues.get(key)

@@ -5,6 +5,7 @@ are reported, evicted, or made the first victims, and nothing is done on missing
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from extender.core.engine import Engine
@@ -253,3 +254,19 @@ def test_a_member_of_a_gang_that_ran_whole_and_is_not_ready_a_moment_is_left_alo
     for t in (NOW + 3600, NOW + 3600 + 6 * 60, NOW + 3600 + 11 * 60):
         co.kick_candidates(cluster.snap(), t)
     assert evicted(co) == [], "not lost, not new: its readiness probe is its own business"
+
+
+def test_retry_now_counts_on_the_pod_kube_scheduler_asks_for_before_the_cache_has_it() -> None:
+    """kube-scheduler retries a parked pod the moment it is annotated, often before gangplank's
+    watch has brought the annotation: the pod in the request is the one to read."""
+    co = engine(maxRuntime="2h")
+    co.kick_candidates(Cluster(nodes=nodes(), pods=gang(NOW)).snap(), NOW + 2 * 3600 + 30)
+    assert len(evicted(co)) == 4  # held until a person acts
+    again = gang_pods("train", 4, gpu=8, labels={"gangplank.io/queue": "team"})
+    cached = Cluster(nodes=nodes(), pods=again)  # the annotation not in the cache yet
+    asked = pod_from_api(again[0])
+    asked = replace(asked, annotations={**asked.annotations, "gangplank.io/retry": "now"})
+    names = [f"n{i}" for i in range(4)]
+    answer = co.filter(cached.snap(), asked, names, NOW + 3 * 3600)
+    assert len(answer.passed) == 1, answer.unresolvable
+    assert co.lifecycle.requeues.get(GANG) is None
