@@ -36,12 +36,15 @@ from extender.kube.convert import pod_requests, resource_list
 from extender.kube.events import ApiEventRecorder
 from extender.kube.evictor import ApiEvictor
 from extender.kube.leader import AlwaysLeader, LeaseLeadership
+from extender.kube.requeue_store import RequeueStore
 from extender.observe.metrics import Metrics
 from extender.service.kicker import ApiPatcher
 from extender.service.runtime import Runtime
 from extender.service.watches import build_reflectors
 from extender.web.app import create_app
 from tests.fakeapi import FakeApiServer
+
+REQUEUE_CONFIGMAP = ("gangplank-system", "gangplank-requeues")
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -61,10 +64,12 @@ class Extender:
         policy_path: str | None = None,
         stale_after: float = 30.0,
         identity: str | None = None,
+        requeue_configmap: tuple[str, str] = REQUEUE_CONFIGMAP,
     ) -> None:
         """`identity`: this replica's name beside its kube-scheduler; it leads while the
         scheduler's Lease (kube-system/gangplank-scheduler) is held by `<identity>_...`.
-        None: always the leader."""
+        None: always the leader. `requeue_configmap`: (namespace, name) of the ConfigMap that
+        keeps requeue records (`--requeue-configmap`)."""
         api_client = client.ApiClient(client.Configuration(host=api.url))
         bind_client = client.ApiClient(client.Configuration(host=api.url))
         self.store = ClusterStore()
@@ -91,6 +96,7 @@ class Extender:
             evictor=ApiEvictor(client.CoreV1Api(bind_client)),
             events=ApiEventRecorder(client.CoreV1Api(bind_client)),
             stale_after=stale_after,
+            requeue_store=RequeueStore(client.CoreV1Api(bind_client), *requeue_configmap),
         )
         self.server = make_server(
             "127.0.0.1", 0, create_app(self.runtime), threaded=True, request_handler=_QuietHandler

@@ -66,7 +66,12 @@ class Engine:
             self.reservations, self.placer.free_of, self.config.reservation_seconds
         )
         self.ledger = Ledger()
-        self.lifecycle = Lifecycle(self.preemption.evictions, self.outbox, self.waiting)
+        self.lifecycle = Lifecycle(
+            self.preemption.evictions,
+            self.outbox,
+            self.waiting,
+            self.config.lifecycle_review_seconds,
+        )
         self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
         self.line = Line(self)
         self.scheduler_names = frozenset(scheduler_names)

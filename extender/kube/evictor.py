@@ -3,7 +3,8 @@
 A victim job is evicted whole or not at all: every pod of it is first evicted as a dry run; if the
 API server refuses any of them (a PodDisruptionBudget: HTTP 429), none is evicted for real and the
 job keeps running. Each evicted pod gets an Event naming the preemptor and the rule, and the
-preemptor gets one naming its victims.
+preemptor gets one naming its victims (not a job evicted for itself, by a lifecycle rule or
+because it fits nowhere: its "preemptor" is one of its own pods, told once already).
 """
 
 from __future__ import annotations
@@ -81,12 +82,13 @@ class ApiEvictor:
         if any(code not in (201, 404) for code in checks):
             return "failed"
         codes = [self._eviction(e, dry_run=False) for e in job]
+        own = {(e.namespace, e.name) for e in job}
         for e, code in zip(job, codes, strict=True):
             # 404: kube-scheduler's own preemption deleted it first, for the same plan.
             if code in (201, 404):
                 self._event(e.namespace, e.name, e.uid, "Preempted", e.message)
                 key = (*e.preemptor, e.preemptor_message)
-                if key not in self._told:
+                if key not in self._told and e.preemptor not in own:
                     if len(self._told) > 10_000:
                         self._told.clear()
                     self._told.add(key)

@@ -5,14 +5,17 @@
   read hands the core `ok=False` (no idle action on missing data) and says why in `/readyz`'s
   detail and in `gangplank_gpu_use_up`.
 - Requeue records: read back once the cache is synced (after a start, and on taking the Lease),
-  and each change the core made written after the pass (`kube/requeue_store.py`: a ConfigMap), so
-  requeue counts and backoffs outlive a restart and a failover. A write that fails is tried
-  again at the next pass.
+  by the first pass or the first filter or preempt call, whichever comes first (kube-scheduler
+  asks for its pending pods at once: a requeued job's new pods must not slip through before the
+  pass), and each change the core made written after the pass (`kube/requeue_store.py`: a
+  ConfigMap), so requeue counts and backoffs outlive a restart and a failover. A write that
+  fails is tried again at the next pass.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -23,6 +26,8 @@ from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
 
 READ_SECONDS = 10.0  # how often GPU use is read (the core reviews jobs as often)
+# After the records could not be read, calls do not try again for this long (the pass does).
+ASKED_RETRY_SECONDS = 5.0
 
 log = logging.getLogger("gangplank")
 
@@ -58,6 +63,8 @@ class LifecycleIO:
         self.problem = ""  # why GPU use could not be read ("" when it was, or is not asked for)
         self._read_at = float("-inf")
         self._loaded = False
+        self._loading = threading.Lock()  # one read at a time (calls come on many threads)
+        self._failed_at = float("-inf")  # when the records could not be read (monotonic)
 
     def read_use(self) -> None:
         """GPU use over the policy's longest idle window (nothing without a reader or a rule)."""
@@ -76,14 +83,28 @@ class LifecycleIO:
             log.warning("GPU use not read, no job is found idle meanwhile: %s", use.problem)
         self.use, self.problem = use, use.problem if not use.ok else ""
 
-    def load_records(self) -> None:
-        """The requeue records kept by earlier processes, back in the core (once per lead)."""
+    def load_records(self, asked: bool = False) -> None:
+        """The requeue records kept by earlier processes, back in the core (once per lead).
+        `asked`: by a filter or preempt call that came before the pass read them: a failure is
+        logged, not raised, and calls leave trying again to the pass for ASKED_RETRY_SECONDS."""
         if self._loaded or self.store is None:
             return
-        records = self.store.load()
-        with self.lock.by("requeue records read back"):
-            loaded = self.scheduler.lifecycle.requeues.load(records)
-        self._loaded = True
+        if asked and time.monotonic() - self._failed_at < ASKED_RETRY_SECONDS:
+            return
+        with self._loading:
+            if self._loaded:
+                return
+            try:
+                records = self.store.load()
+            except Exception as err:
+                self._failed_at = time.monotonic()
+                if not asked:
+                    raise
+                log.warning("requeue records not read back yet (the pass tries again): %s", err)
+                return
+            with self.lock.by("requeue records read back"):
+                loaded = self.scheduler.lifecycle.requeues.load(records)
+            self._loaded = True
         if loaded:
             log.info("read back %d requeue record(s) kept before this process led", loaded)
 

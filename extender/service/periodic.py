@@ -183,11 +183,12 @@ class PeriodicPass:
         self._adopt_at = time.monotonic()
         self._plans_restored = False  # the plans the replica that led recorded: read back
 
-    def read_requeues(self) -> None:
+    def read_requeues(self, asked: bool = False) -> None:
         """Once the cache is synced (after a start, and on taking the Lease): the requeue
-        records kept by earlier processes."""
+        records kept by earlier processes (`asked`: by a filter or preempt call, which comes
+        first when kube-scheduler asks for its pending pods at once)."""
         if self.readiness.synced():
-            self.lifecycle_io.load_records()
+            self.lifecycle_io.load_records(asked)
 
     def adopt_at_start(self) -> None:
         """Once the first full lists are in: the same for the pods of the cluster as this process

@@ -165,7 +165,10 @@ class Runtime:
         return ready, reason
 
     def restore_plans(self) -> None:
+        """What earlier processes kept, back before a decision: the plans recorded on pods, and
+        the requeue records (called by filter and preempt before they decide)."""
         self.periodic.restore_plans()
+        self.periodic.read_requeues(asked=True)
 
     def publish(self) -> None:
         self.reports.publish()

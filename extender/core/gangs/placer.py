@@ -43,6 +43,7 @@ class GangConfig:
     reservation_seconds: float = 60.0  # a plan whose members do not bind by then is released
     hold_seconds: float = 120.0  # the first gang in line keeps freed capacity at most this long
     kick_interval_seconds: float = 5.0  # at most one retry nudge per gang per interval
+    lifecycle_review_seconds: float = 10.0  # how often running jobs are reviewed (`lifecycle/`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,8 @@ from extender.core.preemption.evictions import EvictionQueue
 from extender.core.queues.policy import Policy
 from extender.core.waiting import WaitingRoom
 
-REVIEW_SECONDS = 10.0  # how often running jobs are looked at
-ACTED_SECONDS = 300.0  # a job acted on is not judged again while its pods leave
+REVIEW_SECONDS = 10.0  # how often running jobs are looked at (by default)
+ACTED_SECONDS = 300.0  # pods acted on are not judged again while they leave
 # Rule -> what the eviction's Event says
 TOLD = {
     "not-ready": "not ready in time",
@@ -51,7 +51,15 @@ class LifecycleOutcomes:
 
 
 class Lifecycle:
-    def __init__(self, evictions: EvictionQueue, outbox: Outbox, waiting: WaitingRoom) -> None:
+    def __init__(
+        self,
+        evictions: EvictionQueue,
+        outbox: Outbox,
+        waiting: WaitingRoom,
+        review_seconds: float = REVIEW_SECONDS,
+    ) -> None:
+        """`review_seconds`: how often running jobs are reviewed (a pass in between skips it)."""
+        self.review_seconds = review_seconds
         self.requeues = Requeues()
         self._watchdog = Watchdog()
         self._evictions = evictions
@@ -59,7 +67,7 @@ class Lifecycle:
         self._waiting = waiting
         self._idle: dict[str, Idle] = {}  # the last pass's idle jobs
         self._told_idle: set[str] = set()
-        self._acted: dict[str, float] = {}  # job -> when its eviction was decided
+        self._acted: dict[str, float] = {}  # pod uid -> when its eviction was decided
         self._reviewed = float("-inf")
         self.outcomes = LifecycleOutcomes()
 
@@ -71,7 +79,10 @@ class Lifecycle:
         if not len(self.requeues):
             return None
         members = (pod,) if is_single(key) else snapshot.groups.get(key, (pod,))
-        reason = self.requeues.gate(key, [p for p in members if not p.node_name] or [pod], now)
+        # The pod asked for as kube-scheduler sent it: it retries a parked pod the moment it is
+        # annotated (retry: "now"), often before the watch brings the annotation to the cache.
+        others = [p for p in members if not p.node_name and p.uid != pod.uid]
+        reason = self.requeues.gate(key, [pod, *others], now)
         if reason is None:
             return None
         record = self.requeues.get(key)
@@ -90,7 +101,7 @@ class Lifecycle:
         schedulers: Collection[str],
         completing: Collection[str],
     ) -> None:
-        if now - self._reviewed < REVIEW_SECONDS:
+        if now - self._reviewed < self.review_seconds:
             return
         self._reviewed = now
         self._acted = {k: t for k, t in self._acted.items() if now - t < ACTED_SECONDS}
@@ -102,13 +113,13 @@ class Lifecycle:
             self._tell_idle(key, review.idle[key])
         self._told_idle &= review.idle.keys()
         for finding in review.findings:
-            if finding.job not in self._acted:
+            if not any(p.uid in self._acted for p in finding.pods):  # its new pods: judged
                 self._act(finding, now)
         self.requeues.prune(now, set(snapshot.groups))
 
     def _act(self, finding: Finding, now: float) -> None:
         rule, key = finding.rule, finding.job
-        self._acted[key] = now
+        self._acted.update(dict.fromkeys((p.uid for p in finding.pods), now))
         requeue = finding.rules.requeue
         owner = next((p.owner.uid for p in finding.pods if p.owner is not None), "")
         what = f"evicted by gangplank: {job_name(key)} {TOLD[rule]}: {finding.reason}"

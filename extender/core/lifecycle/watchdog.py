@@ -5,11 +5,14 @@ than `restartLimit` times. For each job of a queue (or of no queue) whose policy
 rules, one of these holds, first match wins:
 
 - **not ready** (`readyTimeout`): the job was never healthy, and its first member was bound more
-  than `readyTimeout` ago; or a pod crash-loops (restarts above `restartLimit`). It is evicted
-  whole and requeued (`requeues.py`).
+  than `readyTimeout` ago; or a pod crash-loops (restarts above `restartLimit`); or, once it
+  was healthy, a member that replaced a lost one is not ready `readyTimeout` after it started.
+  It is evicted whole and requeued (`requeues.py`).
 - **broken** (`staleGangGrace`): the job was healthy and lost members (a pod failed or was
   deleted, its node went away). While gangplank can complete it (a plan for the missing members)
   it waits; if it is still broken `staleGangGrace` after it broke, its remaining members go.
+  Complete again (every member bound), it is no longer broken, its replacements still starting;
+  a member that ran and is not Ready a moment is its readiness probe's business.
 - **past its time** (`maxRuntime`, or the annotation `gangplank.io/max-runtime` on its pods,
   which may only lower it): evicted whole and held until a person acts.
 - **idle** (`idleGpu`, measured): a healthy job whose every GPU pod stayed below `below` percent
@@ -71,6 +74,7 @@ class _Seen:
     bound_at: float  # when this process first saw a member bound (when no start time is known)
     whole: bool = False  # healthy once
     broken_at: float = 0.0  # when it lost members after being healthy (0: not broken)
+    members: frozenset[str] = frozenset()  # its pods' uids when it last ran whole
 
 
 class Watchdog:
@@ -133,8 +137,10 @@ class Watchdog:
         found = tuple(pods)
         if healthy:
             seen.whole, seen.broken_at = True, 0.0
+            seen.members = frozenset(p.uid for p in pods)
         elif not seen.whole and any(p.ready for p in pods) and len(pods) < size:
             seen.whole = True  # found broken (after a restart): it ran whole before
+            seen.members = frozenset(p.uid for p in pods if p.ready)
         limit = _max_runtime(rules, pods)
         if limit and now - first > limit:
             ran, most = format_age(now - first), format_duration(limit)
@@ -147,8 +153,13 @@ class Watchdog:
             return Finding(key, "not-ready", why, found, rules)
         if healthy:
             return self._idle(key, pods, rules, use, out)
-        if seen.whole and len(pods) >= size:
-            return None  # all there, one not Ready for now: a crash loop goes by restartLimit
+        if seen.whole and len(pods) >= size:  # complete again: its replacements are starting
+            seen.broken_at = 0.0
+            new = [p for p in unready if p.uid not in seen.members]
+            started = min((p.started for p in new if p.started), default=now)
+            if rules.ready_timeout and now - started > rules.ready_timeout:
+                return _not_ready(key, pods, new, size, rules)
+            return None  # a member that ran is not ready a moment: its probe's business
         if seen.whole:  # lost members after it ran whole
             seen.broken_at = seen.broken_at or now
             grace = rules.stale_gang_grace
@@ -161,11 +172,7 @@ class Watchdog:
                 return Finding(key, "stale-gang", why, found, rules)
             return None
         if rules.ready_timeout and now - first > rules.ready_timeout:
-            shown = ", ".join(f"{p.name}: {_state(p)}" for p in unready[:SHOWN])
-            missing = f"{size - len(pods)} of {size} pods not bound" if len(pods) < size else ""
-            detail = "; ".join(part for part in (shown, missing) if part)
-            why = f"pods not ready within {format_duration(rules.ready_timeout)} ({detail})"
-            return Finding(key, "not-ready", why, found, rules)
+            return _not_ready(key, pods, unready, size, rules)
         return None
 
     @staticmethod
@@ -203,6 +210,16 @@ def _running(pods_by_node: Iterable[Iterable[PodInfo]]) -> dict[str, list[PodInf
             if pod.active and pod.node_name:
                 jobs.setdefault(job_key(pod), []).append(pod)
     return jobs
+
+
+def _not_ready(
+    key: str, pods: list[PodInfo], unready: list[PodInfo], size: int, rules: LifecycleRules
+) -> Finding:
+    shown = ", ".join(f"{p.name}: {_state(p)}" for p in unready[:SHOWN])
+    missing = f"{size - len(pods)} of {size} pods not bound" if len(pods) < size else ""
+    detail = "; ".join(part for part in (shown, missing) if part)
+    why = f"pods not ready within {format_duration(rules.ready_timeout)} ({detail})"
+    return Finding(key, "not-ready", why, tuple(pods), rules)
 
 
 def _state(pod: PodInfo) -> str:

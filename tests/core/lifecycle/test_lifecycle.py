@@ -5,6 +5,7 @@ are reported, evicted, or made the first victims, and nothing is done on missing
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from extender.core.engine import Engine
@@ -188,3 +189,84 @@ def test_a_crash_looping_pod_counts_as_not_ready_even_after_the_job_ran_whole() 
         "not-ready",
         "pod train-1 restarted 4 times (restartLimit 3)",
     )
+
+
+def test_a_requeued_job_whose_new_pods_fail_again_is_requeued_again_at_once() -> None:
+    """What was acted on is its pods, not its name: the new pods of a job evicted a minute ago
+    are judged as soon as they fail (the second requeue, then held after the limit), not when
+    the old pods' guard runs out minutes later."""
+    co = engine(readyTimeout="1m", requeue={"backoff": "30s", "maxBackoff": "1h", "limit": 1})
+    trouble = {"train-3": {"ready": False, "waiting": "ImagePullBackOff"}}
+    co.kick_candidates(Cluster(nodes=nodes(), pods=gang(NOW, **trouble)).snap(), NOW + 61)
+    assert len(evicted(co)) == 4
+    again = Cluster(nodes=nodes(), pods=gang(NOW + 100, **trouble))  # recreated: new uids
+    co.kick_candidates(again.snap(), NOW + 130)
+    assert evicted(co) == [], "not before its own readyTimeout"
+    co.kick_candidates(again.snap(), NOW + 161)
+    assert evicted(co) == [(f"train-{i}", "not-ready") for i in range(4)]
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None and (record.count, record.held) == (2, True)
+
+
+def test_a_job_acted_on_is_not_judged_again_while_its_pods_leave() -> None:
+    co = engine(readyTimeout="1m")
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-3": {"ready": False}}))
+    co.kick_candidates(cluster.snap(), NOW + 61)
+    assert len(evicted(co)) == 4
+    co.kick_candidates(cluster.snap(), NOW + 90)  # the evictions take a while to show
+    assert evicted(co) == [], "not evicted twice"
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None and record.count == 1, "nor requeued twice"
+
+
+def replaced(started: float, **state: Any) -> dict[str, Any]:
+    """A new train-3 (new uid), bound on n3 and started at `started`."""
+    fresh = gang_pods("train", 4, gpu=8, labels={"gangplank.io/queue": "team"})[3]
+    return bound_pod(fresh, "n3", started, **state)
+
+
+def test_a_gang_whose_replacement_is_bound_but_still_starting_is_completed_not_stale() -> None:
+    """A lost member's replacement pulls its image for longer than staleGangGrace: the gang is
+    complete again, so it is no stale gang; its new member has readyTimeout from its own start."""
+    co = engine(staleGangGrace="5m", readyTimeout="10m")
+    whole = gang(NOW)
+    cluster = Cluster(nodes=nodes(), pods=whole)
+    co.kick_candidates(cluster.snap(), NOW + 60)
+    cluster.delete("pods", whole[3])
+    co.kick_candidates(cluster.snap(), NOW + 120)  # broken
+    cluster.add("pods", replaced(NOW + 130, ready=False, waiting="ContainerCreating"))
+    co.kick_candidates(cluster.snap(), NOW + 140)
+    co.kick_candidates(cluster.snap(), NOW + 120 + 6 * 60)
+    assert evicted(co) == [], "complete again: not stale, and its new pod has time to start"
+    co.kick_candidates(cluster.snap(), NOW + 130 + 10 * 60 + 1)
+    assert evicted(co) == [(f"train-{i}", "not-ready") for i in range(4)]
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None
+    assert record.reason == "pods not ready within 10m (train-3: ContainerCreating)"
+
+
+def test_a_member_of_a_gang_that_ran_whole_and_is_not_ready_a_moment_is_left_alone() -> None:
+    co = engine(staleGangGrace="5m", readyTimeout="10m")
+    whole = gang(NOW)
+    cluster = Cluster(nodes=nodes(), pods=whole)
+    co.kick_candidates(cluster.snap(), NOW + 60)
+    cluster.add("pods", bound_pod(whole[1], "n1", NOW, ready=False))  # the same pod, unready
+    for t in (NOW + 3600, NOW + 3600 + 6 * 60, NOW + 3600 + 11 * 60):
+        co.kick_candidates(cluster.snap(), t)
+    assert evicted(co) == [], "not lost, not new: its readiness probe is its own business"
+
+
+def test_retry_now_counts_on_the_pod_kube_scheduler_asks_for_before_the_cache_has_it() -> None:
+    """kube-scheduler retries a parked pod the moment it is annotated, often before gangplank's
+    watch has brought the annotation: the pod in the request is the one to read."""
+    co = engine(maxRuntime="2h")
+    co.kick_candidates(Cluster(nodes=nodes(), pods=gang(NOW)).snap(), NOW + 2 * 3600 + 30)
+    assert len(evicted(co)) == 4  # held until a person acts
+    again = gang_pods("train", 4, gpu=8, labels={"gangplank.io/queue": "team"})
+    cached = Cluster(nodes=nodes(), pods=again)  # the annotation not in the cache yet
+    asked = pod_from_api(again[0])
+    asked = replace(asked, annotations={**asked.annotations, "gangplank.io/retry": "now"})
+    names = [f"n{i}" for i in range(4)]
+    answer = co.filter(cached.snap(), asked, names, NOW + 3 * 3600)
+    assert len(answer.passed) == 1, answer.unresolvable
+    assert co.lifecycle.requeues.get(GANG) is None
