@@ -1,17 +1,16 @@
 """The engine: holds the components and sequences them for each verb; it owns no rule.
 
-    filter     stale view: wait → the pod's queue and its verdict, past its quota preemption
-               may make room (`line.admit`) → the gang placer → lacking room, preemption may
-               plan it → who waits goes in the waiting room; what passed, in the ledger
+    filter     a stale view or a requeued job's backoff: wait → the pod's queue and verdict,
+               past its quota preemption may make room (`line.admit`) → the gang placer →
+               lacking room, preemption may plan it → the waiting room or the ledger
     prioritize planned node, else the placement scorer
     preempt    the same gate, then kube-scheduler's candidates narrowed (`line.preempt`)
     bind       the reservations check and count the bind; the ledger hands the pod over
-    pass       the waiting room answers whom to retry; the line gives the hold to the head of
-               the fair line and lets its first jobs preempt (`line.nudges`)
+    pass       whom to retry (the waiting room); lifecycle, preemption, hold (`line.nudges`)
 
 Components (docs/architecture.md says what each owns): `Reservations`, `HoldKeeper`,
-`GangPlacer`, `WaitingRoom`, `Ledger`, `QueueBook`, `Preemption`, `Lifecycle`. Each call gets its
-context (`now`; `stale`: why the view may not be trusted, "" while fresh) as arguments.
+`GangPlacer`, `WaitingRoom`, `Ledger`, `QueueBook`, `Preemption`, `Lifecycle`. Per-call context
+(`now`; `stale`: why the view may not be trusted, "" while fresh) is passed in.
 """
 
 from __future__ import annotations
@@ -66,12 +65,8 @@ class Engine:
             self.reservations, self.placer.free_of, self.config.reservation_seconds
         )
         self.ledger = Ledger()
-        self.lifecycle = Lifecycle(
-            self.preemption.evictions,
-            self.outbox,
-            self.waiting,
-            self.config.lifecycle_review_seconds,
-        )
+        review = self.config.lifecycle_review_seconds
+        self.lifecycle = Lifecycle(self.preemption.evictions, self.outbox, self.waiting, review)
         self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
         self.line = Line(self)
         self.scheduler_names = frozenset(scheduler_names)

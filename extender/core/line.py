@@ -159,9 +159,11 @@ class Line:
         self, snapshot: Snapshot, pod: PodInfo, candidates: Mapping[str, Victims], now: float
     ) -> dict[str, Victims]:
         engine = self._engine
+        key = job_key(pod)
+        if engine.lifecycle.holds_back(key, now):
+            return {}  # a requeued job waiting out its backoff: no one goes for it
         policy = engine.policy
         book = engine.book_for(snapshot) if policy is not None else None
-        key = job_key(pod)
         queue: str | None = None
         planned = engine.reservations.planned_node(pod) is not None
         if policy is not None:
@@ -251,7 +253,7 @@ class Line:
         policy = engine.policy
         assert policy is not None
         tried = 0
-        for job in self._line(book):
+        for job in self._line(book, now):
             if tried >= RECLAIM_TRIES:
                 return
             pending = sorted(job.pods, key=lambda p: (p.created, p.name))
@@ -281,22 +283,24 @@ class Line:
                 continue  # it fits: kube-scheduler will place it
             engine.preemption.plan(snapshot, job.key, pending, needed, job.queue, now, policy, book)
 
-    def _line(self, book: QueueBook) -> Iterator[WaitingJob]:
-        """The first HEAD_TRIES waiting jobs in fair order, those with a plan left out."""
+    def _line(self, book: QueueBook, now: float) -> Iterator[WaitingJob]:
+        """The first HEAD_TRIES waiting jobs in fair order, those with a plan, and those a
+        lifecycle rule holds back (a requeue's backoff, held), left out."""
+        engine = self._engine
         for job in itertools.islice(fair_order(book), HEAD_TRIES):
-            if job.key not in self._engine.reservations:
+            if job.key not in engine.reservations and not engine.lifecycle.holds_back(job.key, now):
                 yield job
 
-    def admissible(self, book: QueueBook) -> Iterator[WaitingJob]:
+    def admissible(self, book: QueueBook, now: float) -> Iterator[WaitingJob]:
         """Waiting jobs in fair order that their queue's quota admits now."""
-        for job in self._line(book):
+        for job in self._line(book, now):
             if check_quota(book, job.queue, job.requests, job.name).ok:
                 yield job
 
     def _give_hold(self, snapshot: Snapshot, book: QueueBook, now: float) -> None:
         """The hold goes to the first job of the fair line that its quota admits."""
         engine = self._engine
-        for job in self.admissible(book):
+        for job in self.admissible(book, now):
             pending = sorted(job.pods, key=lambda p: (p.created, p.name))
             if engine.holder.give(
                 snapshot,

@@ -111,7 +111,8 @@ class Lifecycle:
         self._idle = review.idle
         for key in review.idle.keys() - self._told_idle:
             self._tell_idle(key, review.idle[key])
-        self._told_idle &= review.idle.keys()
+        if use is not None and use.ok:  # a read that failed found no one idle: told again later
+            self._told_idle &= review.idle.keys()
         for finding in review.findings:
             if not any(p.uid in self._acted for p in finding.pods):  # its new pods: judged
                 self._act(finding, now)
@@ -144,6 +145,12 @@ class Lifecycle:
         self._outbox.add(Notice(key, "JobIdle", message, warning=True, pod=single))
 
     # ---- what others ask ------------------------------------------
+    def holds_back(self, key: str, now: float) -> bool:
+        """Whether job `key` waits out a backoff or is held (so it gets no hold of capacity
+        and no one is preempted for it)."""
+        record = self.requeues.get(key)
+        return record is not None and (record.held or now < record.next_try)
+
     def reclaim_first(self) -> frozenset[str]:
         """Idle jobs whose rule makes them the first victims of preemption and reclaim."""
         return frozenset(k for k, idle in self._idle.items() if idle.action == "reclaim-first")

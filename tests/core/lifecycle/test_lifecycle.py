@@ -270,3 +270,29 @@ def test_retry_now_counts_on_the_pod_kube_scheduler_asks_for_before_the_cache_ha
     answer = co.filter(cached.snap(), asked, names, NOW + 3 * 3600)
     assert len(answer.passed) == 1, answer.unresolvable
     assert co.lifecycle.requeues.get(GANG) is None
+
+
+def test_a_job_in_its_backoff_gets_no_hold_and_no_one_is_preempted_for_it() -> None:
+    co = engine(readyTimeout="10m", requeue={"backoff": "10m", "maxBackoff": "1h", "limit": 5})
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-0": {"ready": False}}))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    assert len(evicted(co)) == 4
+    again = gang_pods("train", 4, gpu=8, labels={"gangplank.io/queue": "team"})
+    busy = [
+        bound_pod(p, f"n{i}", NOW, ready=True)
+        for i, p in enumerate(gang_pods("other", 4, gpu=8, priority=-10))
+    ]
+    later = Cluster(nodes=nodes(), pods=[*again, *busy])
+    co.kick_candidates(later.snap(), NOW + 12 * 60)
+    assert co.holder.current is None, "the hold goes to a job that may run now"
+    assert evicted(co) == [], "nothing is preempted for a job that waits out its backoff"
+    assert co.preempt(later.snap(), pod_from_api(again[0]), {}, NOW + 12 * 60) == {}
+
+
+def test_an_idle_job_is_not_told_again_after_gpu_use_could_not_be_read() -> None:
+    co = engine(idleGpu={"below": 5, "for": "30m", "action": "report"})
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW))
+    co.kick_candidates(cluster.snap(), NOW + 3600, use=use(2.0))
+    co.kick_candidates(cluster.snap(), NOW + 3700, use=GpuUse({}, ok=False, problem="down"))
+    co.kick_candidates(cluster.snap(), NOW + 3800, use=use(2.0))
+    assert len([n for n in co.take_notices() if n.reason == "JobIdle"]) == 1
