@@ -135,13 +135,26 @@ class PeriodicPass:
             self._adopt_at = min(self._adopt_at, time.monotonic() + CATCH_UP_SECONDS)
         self._was_stale = bool(stale)
         adopt = time.monotonic() >= self._adopt_at and not stale and self.readiness.synced()
+        engine, use = self.scheduler, self.lifecycle_io.use
+        review = None
+        if engine.policy is not None and not stale:  # judged off the lock, acted on under it
+            review = engine.lifecycle.judge(
+                self.store.snapshot(),
+                self.clock(),
+                engine.policy,
+                use,
+                engine.scheduler_names,
+                engine.reservations.jobs(),
+            )
         with self.lock.by("periodic pass"):
             snapshot = self.store.snapshot()
+            if review is not None:
+                now, jobs = self.clock(), engine.reservations.jobs()
+                engine.lifecycle.apply(review, snapshot, now, use, jobs)
             refs, self._adopted = self._adopted, []
             if adopt:
                 self._adopt_at = float("inf")
                 refs += self.scheduler.adopt_pending(snapshot, self.clock())
-            use = self.lifecycle_io.use
             refs += self.scheduler.kick_candidates(snapshot, self.clock(), stale, use)
             # Evictions planned before the view went stale wait until it is fresh again, and so
             # do they if the replica has learned, since this pass began, that its scheduler no

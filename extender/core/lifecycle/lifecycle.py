@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from extender.core.lifecycle.requeues import Requeues
-from extender.core.lifecycle.watchdog import Finding, Idle, Watchdog
+from extender.core.lifecycle.watchdog import Finding, Idle, Review, Watchdog
 from extender.core.model.answers import FilterResult
 from extender.core.model.gpu_use import GpuUse
 from extender.core.model.keys import is_single, job_name
@@ -101,11 +101,39 @@ class Lifecycle:
         schedulers: Collection[str],
         completing: Collection[str],
     ) -> None:
+        """Judge and act, when a review is due (`judge` then `apply`)."""
+        review = self.judge(snapshot, now, policy, use, schedulers, completing)
+        if review is not None:
+            self.apply(review, snapshot, now, use, completing)
+
+    def judge(
+        self,
+        snapshot: Snapshot,
+        now: float,
+        policy: Policy,
+        use: GpuUse | None,
+        schedulers: Collection[str],
+        completing: Collection[str],
+    ) -> Review | None:
+        """The watchdog's findings, when a review is due (None: not yet). It reads only the
+        snapshot and the watchdog's memory, which the periodic pass alone touches, so the
+        service calls it off the decision lock (about 0.1 s at 20,000 running pods)."""
         if now - self._reviewed < self.review_seconds:
-            return
+            return None
+        return self._watchdog.review(snapshot, now, policy, use, schedulers, completing)
+
+    def apply(
+        self,
+        review: Review,
+        snapshot: Snapshot,
+        now: float,
+        use: GpuUse | None,
+        completing: Collection[str],
+    ) -> None:
+        """Act on a review (under the decision lock): evictions, requeues, JobIdle. A gang got a
+        plan since it was judged broken is being completed: left alone."""
         self._reviewed = now
         self._acted = {k: t for k, t in self._acted.items() if now - t < ACTED_SECONDS}
-        review = self._watchdog.review(snapshot, now, policy, use, schedulers, completing)
         for kind, seconds in review.waste.items():
             self.outcomes.waste[kind] = self.outcomes.waste.get(kind, 0.0) + seconds
         self._idle = review.idle
@@ -114,6 +142,8 @@ class Lifecycle:
         if use is not None and use.ok:  # a read that failed found no one idle: told again later
             self._told_idle &= review.idle.keys()
         for finding in review.findings:
+            if finding.rule == "stale-gang" and finding.job in completing:
+                continue
             if not any(p.uid in self._acted for p in finding.pods):  # its new pods: judged
                 self._act(finding, now)
         self.requeues.prune(now, set(snapshot.groups))
