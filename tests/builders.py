@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from extender.core.model.gpu_use import GpuUse
 from extender.core.model.snapshot import NodeInfo, PodInfo
 from extender.core.preemption.evictions import Eviction
 from extender.kube.convert import node_from_api, pod_from_api
@@ -274,3 +275,16 @@ def bound_pod(
             ],
         },
     }
+
+
+class FixedGpuUse:
+    """A reader of GPU use (`service/lifecycle_io.UseReader`) that always answers `use`, and
+    remembers the windows it was asked about."""
+
+    def __init__(self, use: GpuUse) -> None:
+        self.use = use
+        self.windows: list[float] = []
+
+    def read(self, window_seconds: float, now: float) -> GpuUse:
+        self.windows.append(window_seconds)
+        return self.use

@@ -14,6 +14,8 @@ pod holds has no pod labels, as dcgm-exporter serves it. Utilisation per pod is 
 from __future__ import annotations
 
 import threading
+import time
+import urllib.parse
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -133,3 +135,18 @@ class DcgmStandin:
             *(f"DCGM_FI_DEV_FB_USED{{{labels}}} {40000 if pod else 0}" for labels, _, pod in gpus),
         ]
         return "\n".join(lines) + "\n"
+
+
+def first_sample(url: str, pod: str) -> float:
+    """The unix time of the Prometheus at `url`'s first sample of `pod`'s GPU utilisation (its
+    first scrape of a stand-in), waited for up to 30 s."""
+    from loadtest import live
+
+    query = urllib.parse.quote(f'min(timestamp({UTIL}{{pod="{pod}"}}))')
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        result = live.get(f"{url}/api/v1/query?query={query}")["data"]["result"]
+        if result:
+            return float(result[0]["value"][1])
+        time.sleep(0.1)
+    raise AssertionError(f"Prometheus did not scrape the stand-in of pod {pod} within 30 s")

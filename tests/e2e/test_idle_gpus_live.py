@@ -40,7 +40,7 @@ import yaml
 
 from loadtest import live
 from tests.builders import bound_pod, gang_pods, node, pod
-from tests.dcgm_standin import UTIL, DcgmStandin
+from tests.dcgm_standin import DcgmStandin, first_sample
 from tests.exported import RULES, selectors
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
@@ -222,18 +222,6 @@ def cli(base: str, *args: str) -> str:
     return done.stdout + done.stderr
 
 
-def first_sample(url: str) -> float:
-    """The unix time of Prometheus's first sample of the stand-ins."""
-    query = urllib.parse.quote(f'min(timestamp({UTIL}{{pod="idle-report-0"}}))')
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        result = live.get(f"{url}/api/v1/query?query={query}")["data"]["result"]
-        if result:
-            return float(result[0]["value"][1])
-        time.sleep(0.1)
-    raise AssertionError("Prometheus did not scrape the stand-ins within 30 s")
-
-
 def ask(url: str, expr: str) -> list[Any]:
     answer = live.get(f"{url}/api/v1/query?query=" + urllib.parse.quote(expr))
     assert answer["status"] == "success", (expr, answer)
@@ -268,7 +256,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         (workdir / "prometheus").mkdir()
         prometheus = start_prometheus()
         url = f"http://127.0.0.1:{prometheus_port}"
-        first = first_sample(url)
+        first = first_sample(url, "idle-report-0")
         time.sleep(max(0.0, first + WINDOW + 1 - time.time()))  # a whole window of data
         kubeconfig = write_kubeconfig(workdir / "kubeconfig", api.url)
         served = Served(

@@ -14,7 +14,6 @@ read at its steps (seconds after Prometheus's first sample, a 5 s window):
 from __future__ import annotations
 
 import time
-import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,7 +22,7 @@ import pytest
 from extender.core.model.gpu_use import GpuUse
 from extender.observe.gpu_use import GpuUseReader
 from loadtest import live
-from tests.dcgm_standin import UTIL, DcgmStandin
+from tests.dcgm_standin import DcgmStandin, first_sample
 
 pytestmark = [
     pytest.mark.skipif(
@@ -45,18 +44,6 @@ class Story:
     stopped: GpuUse
 
 
-def first_sample(url: str) -> float:
-    """The unix time of Prometheus's first sample of the exporter."""
-    query = urllib.parse.quote(f'timestamp({UTIL}{{pod="idle"}})')
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        result = live.get(f"{url}/api/v1/query?query={query}")["data"]["result"]
-        if result:
-            return float(result[0]["value"][1])
-        time.sleep(0.1)
-    raise AssertionError("Prometheus did not scrape the stand-in within 30 s")
-
-
 @pytest.fixture(scope="module")
 def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     def at(offset: float) -> None:
@@ -71,7 +58,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         workdir = tmp_path_factory.mktemp("prometheus")
         with live.prometheus(exporter.target, workdir, interval="1s") as url:
             reader = GpuUseReader(url)
-            first = first_sample(url)
+            first = first_sample(url, "idle")
             at(3.0)
             exporter.set("ml", "blip", 60)
             at(4.5)

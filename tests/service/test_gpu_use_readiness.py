@@ -12,20 +12,11 @@ from extender.kube.binder import StoreBinder
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime
 from extender.web.app import create_app
+from tests.builders import FixedGpuUse as Reader
 from tests.builders import node, policy_doc, queue
 from tests.cluster import Cluster
 
 DOWN = "prometheus http://prometheus:9090: not reachable: [Errno 111] Connection refused"
-
-
-class Reader:
-    def __init__(self, use: GpuUse) -> None:
-        self.use = use
-        self.windows: list[float] = []
-
-    def read(self, window_seconds: float, now: float) -> GpuUse:
-        self.windows.append(window_seconds)
-        return self.use
 
 
 def idle_rule_policy() -> Policy:

@@ -18,17 +18,8 @@ from extender.kube.requeue_store import LogRequeueStore
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
 from extender.service.lifecycle_io import LifecycleIO
+from tests.builders import FixedGpuUse as Reader
 from tests.builders import policy_doc, queue
-
-
-class Reader:
-    def __init__(self, use: GpuUse) -> None:
-        self.use = use
-        self.windows: list[float] = []
-
-    def read(self, window_seconds: float, now: float) -> GpuUse:
-        self.windows.append(window_seconds)
-        return self.use
 
 
 class FailingStore(LogRequeueStore):
