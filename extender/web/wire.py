@@ -105,11 +105,28 @@ def parse_nodes(body: Mapping[str, Any]) -> NodeArgs:
     for i, node in enumerate(items):
         meta = node.get("metadata") if isinstance(node, dict) else None
         name = meta.get("name") if isinstance(meta, dict) else None
-        if not isinstance(name, str) or not name:
+        if not isinstance(meta, dict) or not isinstance(name, str) or not name:
             raise BadRequest(f"Nodes.items[{i}] has no metadata.name")
+        _check_meta(meta, f"Nodes.items[{i}].metadata")
         out.append(name)
     _check_names(out)
     return NodeArgs(names=out, raw_nodes=items)
+
+
+def _check_meta(meta: Mapping[str, Any], where: str) -> None:
+    """A node kept is sent back as it came: its metadata must be of the types Kubernetes
+    writes (a fuzzed body with `uid: null` was echoed back as an invalid answer)."""
+    for key in ("uid", "namespace", "creationTimestamp", "resourceVersion"):
+        if key in meta and not isinstance(meta[key], str):
+            raise BadRequest(f"{where}.{key} must be a string")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise BadRequest(f"{where}.{key} must map strings to strings")
 
 
 def _check_names(names: list[str]) -> None:

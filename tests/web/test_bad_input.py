@@ -114,6 +114,22 @@ BAD_BODIES: list[tuple[str, str, bytes, str]] = [
         "Pod.metadata.name is required",
     ),
     (
+        "a node sent with uid null",
+        "filter",
+        orjson.dumps(
+            {
+                **fixture("filter.nodes.json"),
+                "Nodes": {
+                    "items": [
+                        {**node, "metadata": {**node["metadata"], "uid": None}}
+                        for node in fixture("filter.nodes.json")["Nodes"]["items"]
+                    ]
+                },
+            }
+        ),
+        "Nodes.items[0].metadata.uid must be a string",
+    ),
+    (
         "bind without a node",
         "bind",
         orjson.dumps({**fixture("bind.json"), "Node": ""}),
