@@ -124,6 +124,23 @@ def render_status(status: dict[str, Any]) -> str:
     if held:
         rows = [[h["job"], h["requeues"], h["reason"]] for h in held]
         lines += ["", table(rows, ["HELD (UNTIL A PERSON ACTS)", "REQUEUES", "WHY"])]
+    saved = status.get("lifecycle") or {}
+    if any(saved.values()):
+        waste = saved.get("waste", {})
+        lines.append(
+            "held and not used: "
+            + (", ".join(f"{k} {v / 3600:.1f} GPU-h" for k, v in sorted(waste.items())) or "none")
+            + "; freed: "
+            + (
+                ", ".join(f"{k} {v:.0f} GPUs" for k, v in sorted(saved.get("freed", {}).items()))
+                or "none"
+            )
+            + "; requeues: "
+            + (
+                ", ".join(f"{k} {v:.0f}" for k, v in sorted(saved.get("requeues", {}).items()))
+                or "none"
+            )
+        )
     idle = status.get("idle_jobs") or []
     if idle:
         lines += ["", table([[i["job"], i["reason"]] for i in idle], ["IDLE JOB", "WHY"])]

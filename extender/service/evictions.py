@@ -72,6 +72,7 @@ class Evictions:
         if outcome in ("blocked", "failed"):
             with self.lock.by("eviction refused"):
                 self.scheduler.preemption.refused({e.uid for e in pods}, self.clock())
+                self.scheduler.lifecycle.refused({e.uid for e in pods})
         if outcome == "evicted":
             self.metrics.gpu_seconds_lost(first.queue, first.rule, sum(e.gpu_seconds for e in pods))
 

@@ -65,6 +65,8 @@ class LifecycleIO:
         self._loaded = False
         self._loading = threading.Lock()  # one read at a time (calls come on many threads)
         self._failed_at = float("-inf")  # when the records could not be read (monotonic)
+        if store is not None:  # no job is requeued before the kept counts are read
+            scheduler.lifecycle.requeues.known = False
 
     def read_use(self) -> None:
         """GPU use over the policy's longest idle window (nothing without a reader or a rule)."""
@@ -81,7 +83,13 @@ class LifecycleIO:
         self.metrics.gpu_use_read(use)
         if not use.ok and use.problem != self.problem:
             log.warning("GPU use not read, no job is found idle meanwhile: %s", use.problem)
-        self.use, self.problem = use, use.problem if not use.ok else ""
+        problem = use.problem if not use.ok else ""
+        if use.ok and not use.busiest:
+            problem = (
+                "Prometheus has no pod's series covering the window (check --gpu-util-metric "
+                "and the label flags against dcgm-exporter's)"
+            )
+        self.use, self.problem = use, problem
 
     def load_records(self, asked: bool = False) -> None:
         """The requeue records kept by earlier processes, back in the core (once per lead).
@@ -109,7 +117,11 @@ class LifecycleIO:
             log.info("read back %d requeue record(s) kept before this process led", loaded)
 
     def lead_taken(self) -> None:
+        """The records are read again, and until they are no job is requeued (its count would
+        overwrite the kept one)."""
         self._loaded = False
+        if self.store is not None:
+            self.scheduler.lifecycle.requeues.known = False
 
     def save_records(self) -> None:
         """The requeue records the core changed, kept (tried again next pass if this fails)."""

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from extender.core.lifecycle.requeues import Requeues
+from extender.core.lifecycle.requeues import RequeueRecord, Requeues, identity
 from extender.core.lifecycle.watchdog import Finding, Idle, Review, Watchdog
 from extender.core.model.answers import FilterResult
 from extender.core.model.gpu_use import GpuUse
@@ -27,6 +27,7 @@ from extender.core.preemption.evictions import EvictionQueue
 from extender.core.queues.policy import Policy
 from extender.core.waiting import WaitingRoom
 
+REQUEUED = ("not-ready", "max-runtime")  # the rules that count a requeue
 REVIEW_SECONDS = 10.0  # how often running jobs are looked at (by default)
 ACTED_SECONDS = 300.0  # pods acted on are not judged again while they leave
 # Rule -> what the eviction's Event says
@@ -68,8 +69,11 @@ class Lifecycle:
         self._idle: dict[str, Idle] = {}  # the last pass's idle jobs
         self._told_idle: set[str] = set()
         self._acted: dict[str, float] = {}  # pod uid -> when its eviction was decided
+        self._evicting: dict[str, str] = {}  # pod uid -> its requeued job, until it is gone
+        self._before: dict[str, RequeueRecord | None] = {}  # requeued job -> its record before
         self._reviewed = float("-inf")
         self.outcomes = LifecycleOutcomes()
+        self._totals = LifecycleOutcomes()  # what earlier outcomes held, for `saved`
 
     # ---- filter ------------------------------------------
     def gate(
@@ -134,6 +138,8 @@ class Lifecycle:
         plan since it was judged broken is being completed: left alone."""
         self._reviewed = now
         self._acted = {k: t for k, t in self._acted.items() if now - t < ACTED_SECONDS}
+        self._evicting = {u: k for u, k in self._evicting.items() if u in self._acted}
+        self._before = {k: r for k, r in self._before.items() if k in self._evicting.values()}
         for kind, seconds in review.waste.items():
             self.outcomes.waste[kind] = self.outcomes.waste.get(kind, 0.0) + seconds
         self._idle = review.idle
@@ -150,11 +156,15 @@ class Lifecycle:
 
     def _act(self, finding: Finding, now: float) -> None:
         rule, key = finding.rule, finding.job
+        if rule in REQUEUED and not self.requeues.known:
+            return  # the kept counts are not read yet: judged again at the next review
         self._acted.update(dict.fromkeys((p.uid for p in finding.pods), now))
         requeue = finding.rules.requeue
-        owner = next((p.owner.uid for p in finding.pods if p.owner is not None), "")
+        owner = identity(finding.pods)
         what = f"evicted by gangplank: {job_name(key)} {TOLD[rule]}: {finding.reason}"
-        if rule in ("not-ready", "max-runtime"):
+        if rule in REQUEUED:
+            self._before[key] = self.requeues.get(key)
+            self._evicting.update(dict.fromkeys((p.uid for p in finding.pods), key))
             record = self.requeues.requeue(
                 key, finding.reason, now, requeue, owner, stop=rule == "max-runtime"
             )
@@ -165,6 +175,12 @@ class Lifecycle:
                 what += f"; requeued ({record.count} of {record.limit})"
         self._evictions.evict_whole(finding.pods, rule, f"{what} (all its pods go together)", now)
         self.outcomes.freed[rule] += sum(p.requests.get(GPU, 0) for p in finding.pods)
+
+    def refused(self, uids: Collection[str]) -> None:
+        """These pods were not evicted (a PodDisruptionBudget, an error): a requeue counted for
+        their job goes back to what it was (the job still runs; judged again later)."""
+        for key in {self._evicting.pop(uid) for uid in uids if uid in self._evicting}:
+            self.requeues.undo(key, self._before.pop(key, None))
 
     def _tell_idle(self, key: str, idle: Idle) -> None:
         self._told_idle.add(key)
@@ -193,8 +209,23 @@ class Lifecycle:
         """Idle jobs and why (for `gangplank status`)."""
         return {key: idle.why for key, idle in self._idle.items()}
 
+    def saved(self) -> dict[str, dict[str, float]]:
+        """Since this process started: GPU-seconds held and not used by kind, GPUs given back
+        and requeues by rule (for `gangplank status`)."""
+        out: dict[str, dict[str, float]] = {}
+        for name in ("waste", "freed", "requeues"):
+            total = dict(getattr(self._totals, name))
+            for key, value in getattr(self.outcomes, name).items():
+                total[key] = total.get(key, 0) + value
+            out[name] = total
+        return out
+
     def take_outcomes(self) -> LifecycleOutcomes:
         outcomes, self.outcomes = self.outcomes, LifecycleOutcomes()
+        for key, seconds in outcomes.waste.items():
+            self._totals.waste[key] = self._totals.waste.get(key, 0.0) + seconds
+        self._totals.freed.update(outcomes.freed)
+        self._totals.requeues.update(outcomes.requeues)
         outcomes.held, outcomes.idle = len(self.requeues.held()), len(self._idle)
         outcomes.idle_gpus = sum(idle.gpus for idle in self._idle.values())
         return outcomes

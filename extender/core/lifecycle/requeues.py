@@ -22,6 +22,7 @@ from extender.core.model.snapshot import PodInfo
 from extender.core.queues.lifecycle import Requeue
 
 RETRY_ANNOTATION = "gangplank.io/retry"
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 FORGET_SECONDS = 7 * 24 * 3600.0  # a record of a job gone this long is dropped
 
 
@@ -65,20 +66,34 @@ class Requeues:
     def __init__(self) -> None:
         self._records: dict[str, RequeueRecord] = {}
         self._changes: dict[str, RequeueRecord | None] = {}
+        # Whether the kept records are read (the adapter clears it until it has read them): no
+        # job is requeued before, or a new count would overwrite the kept one.
+        self.known = True
 
     def load(self, records: Mapping[str, Mapping[str, object]]) -> int:
-        """Records read back from where the adapter keeps them (the newer one wins)."""
-        loaded = 0
+        """The records as the adapter keeps them, in place of what this process remembered
+        (a replica that led before may remember a record the leader since cleared); changes not
+        kept yet stay. Returns how many were read."""
+        kept: dict[str, RequeueRecord] = {}
         for job, data in records.items():
             try:
-                record = RequeueRecord.from_json(job, data)
+                kept[job] = RequeueRecord.from_json(job, data)
             except (TypeError, ValueError):
                 continue  # a record someone edited by hand: ignored, not fatal
-            known = self._records.get(job)
-            if known is None or known.updated < record.updated:
-                self._records[job] = record
-                loaded += 1
-        return loaded
+        read = len(kept)
+        for job, pending in self._changes.items():  # ours, not written yet: they win
+            if pending is None:
+                kept.pop(job, None)
+            else:
+                kept[job] = pending
+        self._records = kept
+        self.known = True
+        return read
+
+    def undo(self, job: str, before: RequeueRecord | None) -> None:
+        """The eviction a requeue was counted for did not happen (a PodDisruptionBudget, an
+        error): the record goes back to what it was."""
+        self._set(job, before)
 
     def requeue(
         self, job: str, reason: str, now: float, rules: Requeue, owner: str, stop: bool = False
@@ -99,7 +114,7 @@ class Requeues:
         record = self._records.get(job)
         if record is None:
             return None
-        owner = next((p.owner.uid for p in pods if p.owner is not None), "")
+        owner = identity(pods)
         retry = any(p.annotations.get(RETRY_ANNOTATION) == "now" for p in pods)
         recreated = owner != record.owner or (
             not owner and record.held and all(p.created > record.updated for p in pods)
@@ -152,3 +167,14 @@ class Requeues:
 
     def __len__(self) -> int:
         return len(self._records)
+
+
+def identity(pods: Sequence[PodInfo]) -> str:
+    """What stays the same while a job's controller recreates its pods, and changes when a
+    person recreates the job: the owning JobSet (its child Jobs are recreated on each restart,
+    with new uids), else the uid of the pods' controller ("": none)."""
+    for pod in pods:
+        jobset = pod.labels.get(JOBSET_NAME)
+        if jobset:
+            return f"jobset:{pod.namespace}/{jobset}"
+    return next((p.owner.uid for p in pods if p.owner is not None), "")

@@ -8,7 +8,7 @@ makes room and no PodDisruptionBudget is broken.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from extender.core.gangs.plans import Plan
 from extender.core.model.answers import Victims
@@ -30,8 +30,10 @@ def narrow(
     plan: Plan | None,
     rules_of: RulesOf,
     queue_of: QueueOf,
+    first: Collection[str] = (),
 ) -> dict[str, Victims]:
-    """The candidates kept for `pod` (`plan`: its job's plan, if any)."""
+    """The candidates kept for `pod` (`plan`: its job's plan, if any; `first`: idle jobs whose
+    rule is reclaim-first, which may go whatever their priority)."""
     if plan is not None and pod.uid in plan.assignments:
         node = plan.assignments[pod.uid]
         proposed = candidates.get(node)
@@ -52,7 +54,9 @@ def narrow(
         room = {k: info.allocatable.get(k, 0) - info.requested.get(k, 0) for k in pod.requests}
         for uid in proposed.uids:
             victim = by_uid.get(uid)
-            if victim is None or not _alone_may_go(victim, pod, queue, queue_of, rules_of, now):
+            if victim is None or not _alone_may_go(
+                victim, pod, queue, queue_of, rules_of, now, first
+            ):
                 continue
             kept.append(uid)
             for name in room:
@@ -69,6 +73,7 @@ def _alone_may_go(
     queue_of: QueueOf,
     rules_of: RulesOf,
     now: float,
+    first: Collection[str],
 ) -> bool:
     if not is_single(job_key(victim)):
         return False  # a gang member: the gang goes whole, by gangplank's own plan
@@ -80,4 +85,4 @@ def _alone_may_go(
         (victim,),
         {},
     )
-    return bool(priority_candidates([job], queue, pod.priority, rules_of, now))
+    return bool(priority_candidates([job], queue, pod.priority, rules_of, now, first))

@@ -337,6 +337,5 @@ class Preemption:
         book: QueueBook | None,
     ) -> dict[str, Victims]:
         plan = self.reservations.get(job_key(pod))
-        return narrow(
-            snapshot, pod, candidates, now, plan, self.rules_of(policy), self._queue_of(book)
-        )
+        rules_of, queue_of = self.rules_of(policy), self._queue_of(book)
+        return narrow(snapshot, pod, candidates, now, plan, rules_of, queue_of, self.first)

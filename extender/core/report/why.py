@@ -194,6 +194,7 @@ def status(engine: Engine, snapshot: Snapshot, now: float) -> dict[str, Any]:
             {"job": job_name(r.job), "requeues": r.count, "reason": r.reason}
             for r in sorted(engine.lifecycle.requeues.held(), key=lambda r: r.job)
         ],
+        "lifecycle": engine.lifecycle.saved(),
         "idle_jobs": [
             {"job": job_name(key), "reason": why}
             for key, why in sorted(engine.lifecycle.idle().items())

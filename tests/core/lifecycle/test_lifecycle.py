@@ -176,6 +176,11 @@ def test_the_waste_held_and_the_gpus_freed_are_counted_for_the_metrics() -> None
     assert outcomes.waste == {"not-ready": 32 * 600.0}
     assert (outcomes.freed, outcomes.requeues) == ({"not-ready": 32}, {"not-ready": 1})
     assert co.lifecycle.take_outcomes().waste == {}, "taken once"
+    assert co.lifecycle.saved() == {
+        "waste": {"not-ready": 32 * 600.0},
+        "freed": {"not-ready": 32},
+        "requeues": {"not-ready": 1},
+    }, "status shows what was saved since the start"
 
 
 def test_a_crash_looping_pod_counts_as_not_ready_even_after_the_job_ran_whole() -> None:
@@ -296,3 +301,25 @@ def test_an_idle_job_is_not_told_again_after_gpu_use_could_not_be_read() -> None
     co.kick_candidates(cluster.snap(), NOW + 3700, use=GpuUse({}, ok=False, problem="down"))
     co.kick_candidates(cluster.snap(), NOW + 3800, use=use(2.0))
     assert len([n for n in co.take_notices() if n.reason == "JobIdle"]) == 1
+
+
+def test_a_requeue_whose_eviction_was_refused_is_undone() -> None:
+    co = engine(readyTimeout="10m")
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-3": {"ready": False}}))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    pods = co.preemption.take_evictions()
+    assert co.lifecycle.requeues.get(GANG) is not None
+    co.lifecycle.refused({e.uid for e in pods})  # a PodDisruptionBudget said no
+    assert co.lifecycle.requeues.get(GANG) is None, "the job still runs: no requeue counted"
+
+
+def test_no_job_is_requeued_before_the_kept_counts_are_read() -> None:
+    co = engine(readyTimeout="10m")
+    co.lifecycle.requeues.known = False  # the adapter has not read its ConfigMap yet
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-3": {"ready": False}}))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    assert evicted(co) == [] and co.lifecycle.requeues.get(GANG) is None
+    co.lifecycle.requeues.load({GANG: {"count": 3, "nextTry": 0, "reason": "r", "updated": 1}})
+    co.kick_candidates(cluster.snap(), NOW + 12 * 60)
+    record = co.lifecycle.requeues.get(GANG)
+    assert len(evicted(co)) == 4 and record is not None and record.count == 4, "counted on"

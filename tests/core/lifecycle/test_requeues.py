@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from extender.core.lifecycle.requeues import RETRY_ANNOTATION, RequeueRecord, Requeues
+from extender.core.lifecycle.requeues import RETRY_ANNOTATION, RequeueRecord, Requeues, identity
 from extender.core.model.snapshot import Owner, PodInfo
 from extender.core.queues.lifecycle import Requeue
 from extender.kube.convert import pod_from_api
@@ -90,3 +90,22 @@ def test_a_record_edited_by_hand_into_nonsense_is_ignored() -> None:
     ledger = Requeues()
     assert ledger.load({JOB: {"count": "many"}}) == 0
     assert ledger.gate(JOB, new_pods(), NOW) is None
+
+
+def test_records_read_back_replace_what_this_replica_remembered() -> None:
+    ledger = Requeues()
+    ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1")
+    ledger.take_changes()  # kept
+    ledger.load({})  # the leader since cleared it (retry: "now")
+    assert ledger.get(JOB) is None
+
+
+def test_a_jobset_restarting_its_child_jobs_is_the_same_job_not_a_recreated_one() -> None:
+    ledger = Requeues()
+    pods = [
+        replace(p, labels={**p.labels, "jobset.sigs.k8s.io/jobset-name": "train"})
+        for p in new_pods(owner="child-job-uid-1")
+    ]
+    ledger.requeue(JOB, "not ready", NOW, RULES, identity(pods))
+    restarted = [replace(p, owner=Owner("Job", "train-w-0", "child-job-uid-2")) for p in pods]
+    assert ledger.gate(JOB, restarted, NOW + 10) is not None, "still in its backoff"
