@@ -15,6 +15,7 @@ from pathlib import Path
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
 from extender.core.engine import Engine
+from extender.core.lifecycle.watchdog import Look
 from extender.core.model.gpu_use import GpuUse
 from extender.core.queues.policy_parse import parse_policy
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     for run in range(args.runs):
         started = time.perf_counter()
         engine.lifecycle.judge(
-            snapshot, now + run * 10, engine.policy, use, engine.scheduler_names, ()
+            Look(snapshot, now + run * 10, engine.policy, use, engine.scheduler_names, ())
         )
         samples.append((time.perf_counter() - started) * 1000)
     print(

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from extender.core.gangs.gang import Gang, resolve_gang
+from extender.core.lifecycle.watchdog import Look
 from extender.core.model.answers import FilterResult, Victims
 from extender.core.model.gpu_use import GpuUse
 from extender.core.model.keys import is_single, job_key
@@ -205,7 +206,7 @@ class Line:
         book = engine.book_for(snapshot)
         if not stale:
             jobs = engine.reservations.jobs()
-            engine.lifecycle.review(snapshot, now, policy, use, engine.scheduler_names, jobs)
+            engine.lifecycle.review(Look(snapshot, now, policy, use, engine.scheduler_names, jobs))
             engine.preemption.first = engine.lifecycle.reclaim_first()
             self._reclaim_pass(snapshot, book, now)
         book = engine.book_for(snapshot)

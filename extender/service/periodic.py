@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TypeVar
 
@@ -23,6 +23,7 @@ from extender.cache.handlers import POD_GROUP_KINDS
 from extender.cache.store import ClusterStore
 from extender.core.engine import Engine
 from extender.core.gangs.plan_record import ToWrite
+from extender.core.lifecycle.watchdog import Look
 from extender.core.model.notices import Notice
 from extender.core.model.snapshot import Snapshot
 from extender.core.placement.scoring import mix_of
@@ -136,9 +137,9 @@ class PeriodicPass:
         self._was_stale = bool(stale)
         adopt = time.monotonic() >= self._adopt_at and not stale and self.readiness.synced()
         engine, use = self.scheduler, self.lifecycle_io.use
-        review = None
+        look = review = None
         if engine.policy is not None and not stale:  # judged off the lock, acted on under it
-            review = engine.lifecycle.judge(
+            look = Look(
                 self.store.snapshot(),
                 self.clock(),
                 engine.policy,
@@ -146,11 +147,14 @@ class PeriodicPass:
                 engine.scheduler_names,
                 engine.reservations.jobs(),
             )
+            review = engine.lifecycle.judge(look)
         with self.lock.by("periodic pass"):
             snapshot = self.store.snapshot()
-            if review is not None:
-                now, jobs = self.clock(), engine.reservations.jobs()
-                engine.lifecycle.apply(review, snapshot, now, use, jobs)
+            if look is not None and review is not None:
+                current = replace(look, snapshot=snapshot, now=self.clock())
+                engine.lifecycle.apply(
+                    review, replace(current, completing=engine.reservations.jobs())
+                )
             refs, self._adopted = self._adopted, []
             if adopt:
                 self._adopt_at = float("inf")

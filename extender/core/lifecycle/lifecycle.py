@@ -16,15 +16,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from extender.core.lifecycle.requeues import RequeueRecord, Requeues, identity
-from extender.core.lifecycle.watchdog import Finding, Idle, Review, Watchdog
+from extender.core.lifecycle.watchdog import Finding, Idle, Look, Review, Watchdog
 from extender.core.model.answers import FilterResult
-from extender.core.model.gpu_use import GpuUse
 from extender.core.model.keys import is_single, job_name
 from extender.core.model.notices import Notice, Outbox
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.preemption.evictions import EvictionQueue
-from extender.core.queues.policy import Policy
 from extender.core.waiting import WaitingRoom
 
 REQUEUED = ("not-ready", "max-runtime")  # the rules that count a requeue
@@ -96,46 +94,25 @@ class Lifecycle:
         return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
 
     # ---- each pass ------------------------------------------
-    def review(
-        self,
-        snapshot: Snapshot,
-        now: float,
-        policy: Policy,
-        use: GpuUse | None,
-        schedulers: Collection[str],
-        completing: Collection[str],
-    ) -> None:
+    def review(self, look: Look) -> None:
         """Judge and act, when a review is due (`judge` then `apply`)."""
-        review = self.judge(snapshot, now, policy, use, schedulers, completing)
+        review = self.judge(look)
         if review is not None:
-            self.apply(review, snapshot, now, use, completing)
+            self.apply(review, look)
 
-    def judge(
-        self,
-        snapshot: Snapshot,
-        now: float,
-        policy: Policy,
-        use: GpuUse | None,
-        schedulers: Collection[str],
-        completing: Collection[str],
-    ) -> Review | None:
+    def judge(self, look: Look) -> Review | None:
         """The watchdog's findings, when a review is due (None: not yet). It reads only the
         snapshot and the watchdog's memory, which the periodic pass alone touches, so the
         service calls it off the decision lock (about 0.1 s at 20,000 running pods)."""
-        if now - self._reviewed < self.review_seconds:
+        if look.now - self._reviewed < self.review_seconds:
             return None
-        return self._watchdog.review(snapshot, now, policy, use, schedulers, completing)
+        return self._watchdog.review(look)
 
-    def apply(
-        self,
-        review: Review,
-        snapshot: Snapshot,
-        now: float,
-        use: GpuUse | None,
-        completing: Collection[str],
-    ) -> None:
-        """Act on a review (under the decision lock): evictions, requeues, JobIdle. A gang got a
-        plan since it was judged broken is being completed: left alone."""
+    def apply(self, review: Review, look: Look) -> None:
+        """Act on a review (under the decision lock; `look` as it is now, which may be later
+        than the judged one): evictions, requeues, JobIdle. A gang got a plan since it was
+        judged broken is being completed: left alone."""
+        now, use = look.now, look.use
         self._reviewed = now
         self._acted = {k: t for k, t in self._acted.items() if now - t < ACTED_SECONDS}
         self._evicting = {u: k for u, k in self._evicting.items() if u in self._acted}
@@ -148,11 +125,11 @@ class Lifecycle:
         if use is not None and use.ok:  # a read that failed found no one idle: told again later
             self._told_idle &= review.idle.keys()
         for finding in review.findings:
-            if finding.rule == "stale-gang" and finding.job in completing:
+            if finding.rule == "stale-gang" and finding.job in look.completing:
                 continue
             if not any(p.uid in self._acted for p in finding.pods):  # its new pods: judged
                 self._act(finding, now)
-        self.requeues.prune(now, set(snapshot.groups))
+        self.requeues.prune(now, set(look.snapshot.groups))
 
     def _act(self, finding: Finding, now: float) -> None:
         rule, key = finding.rule, finding.job

@@ -69,6 +69,18 @@ class Review:
     waste: dict[str, float] = field(default_factory=dict)  # kind -> GPU-seconds since last pass
 
 
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What one review looks at."""
+
+    snapshot: Snapshot
+    now: float
+    policy: Policy
+    use: GpuUse | None  # GPU use over the idle window (None: not measured)
+    schedulers: Collection[str]  # gangplank's profiles: only their jobs are judged
+    completing: Collection[str]  # jobs with a plan: a broken gang being completed is not stale
+
+
 @dataclass
 class _Seen:
     bound_at: float  # when this process first saw a member bound (when no start time is known)
@@ -82,17 +94,10 @@ class Watchdog:
         self._seen: dict[str, _Seen] = {}
         self._last = 0.0
 
-    def review(
-        self,
-        snapshot: Snapshot,
-        now: float,
-        policy: Policy,
-        use: GpuUse | None,
-        schedulers: Collection[str],
-        completing: Collection[str],
-    ) -> Review:
-        """Every running job of gangplank's schedulers, against its queue's rules. `completing`:
-        jobs with a plan (a broken gang being completed is not stale)."""
+    def review(self, look: Look) -> Review:
+        """Every running job of gangplank's schedulers, against its queue's rules."""
+        snapshot, now, policy, use = look.snapshot, look.now, look.policy, look.use
+        schedulers, completing = look.schedulers, look.completing
         out = Review()
         dt = max(0.0, now - self._last) if self._last else 0.0
         self._last = now

@@ -11,7 +11,7 @@ from typing import Any
 from extender.core.engine import Engine
 from extender.core.gangs.placer import GangConfig
 from extender.core.lifecycle.lifecycle import LifecycleOutcomes
-from extender.core.lifecycle.watchdog import Watchdog
+from extender.core.lifecycle.watchdog import Look, Watchdog
 from extender.core.model.gpu_use import GpuUse
 from extender.core.queues.policy_parse import parse_policy
 from extender.kube.convert import pod_from_api
@@ -187,9 +187,9 @@ def test_a_crash_looping_pod_counts_as_not_ready_even_after_the_job_ran_whole() 
     dog = Watchdog()
     doc = policy(readyTimeout="10m", restartLimit=3)
     whole = Cluster(nodes=nodes(), pods=gang(NOW))
-    assert dog.review(whole.snap(), NOW + 60, doc, None, {"gangplank"}, ()).findings == []
+    assert dog.review(Look(whole.snap(), NOW + 60, doc, None, {"gangplank"}, ())).findings == []
     looping = Cluster(nodes=nodes(), pods=gang(NOW, **{"train-1": {"restarts": 4}}))
-    (finding,) = dog.review(looping.snap(), NOW + 70, doc, None, {"gangplank"}, ()).findings
+    (finding,) = dog.review(Look(looping.snap(), NOW + 70, doc, None, {"gangplank"}, ())).findings
     assert (finding.rule, finding.reason) == (
         "not-ready",
         "pod train-1 restarted 4 times (restartLimit 3)",
