@@ -51,6 +51,7 @@ class Reservations:
     def __init__(self, outbox: Outbox, on_planned: OnPlanned = _nobody) -> None:
         self._plans: dict[str, Plan] = {}
         self._by_uid: dict[str, str] = {}  # planned member -> its job
+        self._amounts: dict[str, dict[str, int]] = {}  # job -> its planned members' requests
         self._reserved: dict[str, dict[str, dict[str, int]]] = {}  # node -> job -> resources
         # Bumped when the reservations change, and when one shrinks or goes (see `no_room`).
         self.version = 0
@@ -126,18 +127,22 @@ class Reservations:
         self._synced = (-1, float("-inf"))  # the state changed: the next sync must look
         reserved: dict[str, dict[str, dict[str, int]]] = {}
         by_uid: dict[str, str] = {}
+        amounts: dict[str, dict[str, int]] = {}
         for key, plan in self._plans.items():
+            total = amounts[key] = {}
             for uid, node in plan.assignments.items():
                 by_uid[uid] = key
                 per_job = reserved.setdefault(node, {}).setdefault(key, {})
                 for name, amount in plan.requests[uid].items():
                     per_job[name] = per_job.get(name, 0) + amount
+                    total[name] = total.get(name, 0) + amount
         if reserved != self._reserved:
             self.version += 1
             if shrunk(self._reserved, reserved):
                 self.released_version += 1
         self._reserved = reserved
         self._by_uid = by_uid
+        self._amounts = amounts
 
     # ---- what others ask ------------------------------------------
     def free_for(
@@ -207,15 +212,10 @@ class Reservations:
         """The jobs whose plans count on any of these pods leaving."""
         return [k for k, plan in self._plans.items() if not plan.victims.keys().isdisjoint(uids)]
 
-    def amounts(self) -> dict[str, dict[str, int]]:
-        """Requests of planned members not bound yet, by job."""
-        out: dict[str, dict[str, int]] = {}
-        for key, plan in self._plans.items():
-            amounts = out[key] = {}
-            for uid in plan.assignments:
-                for name, amount in plan.requests[uid].items():
-                    amounts[name] = amounts.get(name, 0) + amount
-        return out
+    def amounts(self) -> Mapping[str, Mapping[str, int]]:
+        """Requests of planned members not bound yet, by job (kept with the index: the queue
+        book asks for them several times a call)."""
+        return self._amounts
 
     def pods(self) -> int:
         return len(self._by_uid)
