@@ -167,6 +167,7 @@ def _owner(metadata: Mapping[str, Any]) -> Owner | None:
                 kind=_str(ref, "kind", path),
                 name=_str(ref, "name", path),
                 uid=_str(ref, "uid", path),
+                api_version=_str(ref, "apiVersion", path),
             )
     return None
 

@@ -5,8 +5,12 @@ of the last pass, and the waste counted since the adapter last looked. Each pass
 with a policy that has `lifecycle:` rules and a fresh view) it turns the watchdog's findings into
 evictions of whole jobs (no eviction budget: these free what is held and not used), requeues
 (not ready: backoff, then held after `limit`; past `maxRuntime`: held) and notices (an idle job
-is told once). At filter time (`gate`) the new pods of a requeued job wait out their backoff,
-with the reason, and are nudged when it ends.
+is told once). A requeue goes through the job's workload where its kind can be suspended
+(`workloads.py`: a Job, JobSet, PyTorchJob, RayJob...): the workload is suspended for the
+backoff and resumed when it ends (`take_suspensions`, `resumes_due`; carried out by the service
+while its scheduler leads), or left suspended when held. Other jobs (bare pods, kinds without
+suspend) are evicted; at filter time (`gate`) their new pods wait out the backoff, with the
+reason, and are nudged when it ends.
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ from dataclasses import dataclass, field
 
 from extender.core.lifecycle.requeues import RequeueRecord, Requeues, identity
 from extender.core.lifecycle.watchdog import Finding, Idle, Look, Review, Watchdog
+from extender.core.lifecycle.workloads import Resume, Suspension, Workload, workload_of
 from extender.core.model.answers import FilterResult
 from extender.core.model.keys import is_single, job_name
 from extender.core.model.notices import Notice, Outbox
+from extender.core.model.quantity import format_age
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.preemption.evictions import EvictionQueue
+from extender.core.queues.gate import queue_of
 from extender.core.waiting import WaitingRoom
 
 REQUEUED = ("not-ready", "max-runtime")  # the rules that count a requeue
@@ -35,6 +42,19 @@ TOLD = {
     "max-runtime": "ran past its maxRuntime",
     "idle": "its GPUs stayed idle",
 }
+# Rule -> the Event reason on the pods it evicts (`kubectl get events --field-selector
+# reason=...`); preemption and reclaim keep Kubernetes' own `Preempted`.
+EVICTED = {
+    "not-ready": "NotReadyRequeued",
+    "stale-gang": "StaleGangEvicted",
+    "max-runtime": "MaxRuntimeExceeded",
+    "idle": "IdleGpuEvicted",
+}
+# The Event reasons on a workload requeued through it
+SUSPENDED = "RequeueSuspended"  # suspended for its backoff
+HELD = "HeldSuspended"  # suspended and left so until a person resumes it
+RESUMED = "RequeueResumed"  # resumed when its backoff ended
+RESUME_RETRY_SECONDS = 5.0  # a resume that failed is tried again after this long
 
 
 @dataclass
@@ -69,6 +89,8 @@ class Lifecycle:
         self._acted: dict[str, float] = {}  # pod uid -> when its eviction was decided
         self._evicting: dict[str, str] = {}  # pod uid -> its requeued job, until it is gone
         self._before: dict[str, RequeueRecord | None] = {}  # requeued job -> its record before
+        self._suspensions: list[Suspension] = []  # decided, not taken by the service yet
+        self._resuming: dict[str, float] = {}  # job -> when its resume was last handed out
         self._reviewed = float("-inf")
         self.outcomes = LifecycleOutcomes()
         self._totals = LifecycleOutcomes()  # what earlier outcomes held, for `saved`
@@ -128,30 +150,68 @@ class Lifecycle:
             if finding.rule == "stale-gang" and finding.job in look.completing:
                 continue
             if not any(p.uid in self._acted for p in finding.pods):  # its new pods: judged
-                self._act(finding, now)
+                self._act(finding, look)
         self.requeues.prune(now, set(look.snapshot.groups))
 
-    def _act(self, finding: Finding, now: float) -> None:
-        rule, key = finding.rule, finding.job
+    def _act(self, finding: Finding, look: Look) -> None:
+        rule, key, now = finding.rule, finding.job, look.now
         if rule in REQUEUED and not self.requeues.known:
             return  # the kept counts are not read yet: judged again at the next review
         self._acted.update(dict.fromkeys((p.uid for p in finding.pods), now))
+        self.outcomes.freed[rule] += sum(p.requests.get(GPU, 0) for p in finding.pods)
         requeue = finding.rules.requeue
         owner = identity(finding.pods)
         what = f"evicted by gangplank: {job_name(key)} {TOLD[rule]}: {finding.reason}"
         if rule in REQUEUED:
+            workload = workload_of(finding.pods)
             self._before[key] = self.requeues.get(key)
             self._evicting.update(dict.fromkeys((p.uid for p in finding.pods), key))
             record = self.requeues.requeue(
-                key, finding.reason, now, requeue, owner, stop=rule == "max-runtime"
+                key, finding.reason, now, requeue, owner, rule == "max-runtime", workload
             )
             self.outcomes.requeues[rule] += 1
+            if workload is not None:
+                queue = queue_of(look.policy, finding.pods[0])[0] or ""
+                self._suspensions.append(_suspension(finding, record, workload, queue, now))
+                return
             if record.held:
                 what += '; held until it is recreated or annotated gangplank.io/retry: "now"'
             else:
                 what += f"; requeued ({record.count} of {record.limit})"
         self._evictions.evict_whole(finding.pods, rule, f"{what} (all its pods go together)", now)
-        self.outcomes.freed[rule] += sum(p.requests.get(GPU, 0) for p in finding.pods)
+
+    # ---- requeues through the workload (carried out by the service while it leads) ----
+    def take_suspensions(self) -> list[Suspension]:
+        taken, self._suspensions = self._suspensions, []
+        return taken
+
+    def put_back_suspensions(self, suspensions: Sequence[Suspension]) -> None:
+        """Taken but not carried out (their records could not be kept first): next pass."""
+        self._suspensions[:0] = suspensions
+
+    def resumes_due(self, now: float) -> list[Resume]:
+        """The suspended workloads whose backoff is over, each handed out again only after
+        RESUME_RETRY_SECONDS while its resume has not been done."""
+        due = []
+        for record in self.requeues.resumes_due(now):
+            if now - self._resuming.get(record.job, float("-inf")) < RESUME_RETRY_SECONDS:
+                continue
+            assert record.workload is not None  # resumes_due returns suspended records only
+            self._resuming[record.job] = now
+            message = (
+                f"resumed by gangplank: {job_name(record.job)} waited out its backoff "
+                f"(requeued {record.count} of {record.limit}: {record.reason}); its controller "
+                "recreates its pods"
+            )
+            due.append(Resume(record.job, record.workload, message))
+        return due
+
+    def resumed(self, job: str, done: bool) -> None:
+        """The service's resume of `job`'s workload: `done` (resumed, or the workload is
+        gone), else tried again later."""
+        if done:
+            self._resuming.pop(job, None)
+            self.requeues.resumed(job)
 
     def refused(self, uids: Collection[str]) -> None:
         """These pods were not evicted (a PodDisruptionBudget, an error): a requeue counted for
@@ -206,3 +266,35 @@ class Lifecycle:
         outcomes.held, outcomes.idle = len(self.requeues.held()), len(self._idle)
         outcomes.idle_gpus = sum(idle.gpus for idle in self._idle.values())
         return outcomes
+
+
+def _suspension(
+    finding: Finding, record: RequeueRecord, workload: Workload, queue: str, now: float
+) -> Suspension:
+    """What suspends `finding`'s job through `workload`, and what its Event says."""
+    rule, pods = finding.rule, finding.pods
+    where = f" (queue {queue})" if queue else ""
+    why = f"{job_name(finding.job)} {TOLD[rule]}: {finding.reason}{where}"
+    if record.held:
+        limit = "" if rule == "max-runtime" else f"; requeued {record.limit} times, its limit"
+        reason = HELD
+        message = (
+            f"suspended by gangplank and held: {why}{limit}; it stays suspended until a person "
+            f"resumes it: {workload.resume_command()}"
+        )
+    else:
+        reason = SUSPENDED
+        message = (
+            f"suspended by gangplank: {why}; requeued ({record.count} of {record.limit}), "
+            f"resumed in {format_age(record.next_try - now)}"
+        )
+    return Suspension(
+        job=finding.job,
+        workload=workload,
+        pods=tuple((p.namespace, p.name, p.uid) for p in pods),
+        rule=rule,
+        queue=queue,
+        reason=reason,
+        message=message,
+        gpu_seconds=sum(p.requests.get(GPU, 0) * max(0.0, now - (p.started or now)) for p in pods),
+    )

@@ -9,20 +9,25 @@ person acts: recreates it (a new controller, or the pods recreated by hand) or s
 annotation `gangplank.io/retry: "now"` on one of its pods. The records outlive a restart and a
 failover: each change is handed to the adapter (`take_changes`), which keeps them in a ConfigMap,
 and read back on start (`load`).
+
+A job requeued through its workload (`workloads.py`: a Job, JobSet, PyTorchJob... suspended) has
+no pods while it waits: its record names the workload, and whether gangplank resumed it, so that
+whichever replica leads when the backoff ends resumes it, once (`resumes_due`, `resumed`). A held
+one stays suspended until a person resumes it; its new pods then start afresh.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from extender.core.lifecycle.workloads import JOBSET_NAME, Workload
 from extender.core.model.keys import job_name
 from extender.core.model.quantity import format_age
 from extender.core.model.snapshot import PodInfo
 from extender.core.queues.lifecycle import Requeue
 
 RETRY_ANNOTATION = "gangplank.io/retry"
-JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 FORGET_SECONDS = 7 * 24 * 3600.0  # a record of a job gone this long is dropped
 
 
@@ -36,8 +41,13 @@ class RequeueRecord:
     updated: float  # unix time of the last change
     owner: str = ""  # uid of the controller of the pods evicted ("": none)
     limit: int = 0  # the limit it was requeued under (for the reason shown)
+    workload: Workload | None = None  # what was suspended (None: its pods were evicted)
+    resumed: bool = False  # the workload was resumed when its backoff ended
 
     def to_json(self) -> dict[str, object]:
+        suspended: dict[str, object] = {}
+        if self.workload is not None:
+            suspended = {"workload": self.workload.to_json(), "resumed": self.resumed}
         return {
             "count": self.count,
             "nextTry": self.next_try,
@@ -46,6 +56,7 @@ class RequeueRecord:
             "updated": self.updated,
             "owner": self.owner,
             "limit": self.limit,
+            **suspended,
         }
 
     @classmethod
@@ -59,6 +70,8 @@ class RequeueRecord:
             updated=float(str(data.get("updated", 0.0))),
             owner=str(data.get("owner", "")),
             limit=int(str(data.get("limit", 0))),
+            workload=Workload.from_json(data.get("workload")),
+            resumed=bool(data.get("resumed", False)),
         )
 
 
@@ -96,33 +109,65 @@ class Requeues:
         self._set(job, before)
 
     def requeue(
-        self, job: str, reason: str, now: float, rules: Requeue, owner: str, stop: bool = False
+        self,
+        job: str,
+        reason: str,
+        now: float,
+        rules: Requeue,
+        owner: str,
+        stop: bool = False,
+        workload: Workload | None = None,
     ) -> RequeueRecord:
-        """Job `job` was sent back for `reason`; `stop`: held at once (it ran past its time)."""
+        """Job `job` was sent back for `reason`; `stop`: held at once (it ran past its time);
+        `workload`: it is suspended through it (None: its pods are evicted)."""
         known = self._records.get(job)
         count = (known.count if known is not None and known.owner == owner else 0) + 1
         held = stop or count > rules.limit
         wait = min(rules.backoff * 2 ** (count - 1), rules.max_backoff)
-        record = RequeueRecord(job, count, now + wait, reason, held, now, owner, rules.limit)
+        record = RequeueRecord(
+            job, count, now + wait, reason, held, now, owner, rules.limit, workload
+        )
         self._set(job, record)
         return record
+
+    def resumes_due(self, now: float) -> list[RequeueRecord]:
+        """The suspended workloads whose backoff is over and that are not resumed yet."""
+        return [
+            r
+            for r in self._records.values()
+            if r.workload is not None and not r.held and not r.resumed and now >= r.next_try
+        ]
+
+    def resumed(self, job: str) -> None:
+        """The workload of `job` was resumed (or is gone): not resumed again."""
+        record = self._records.get(job)
+        if record is not None and record.workload is not None:
+            self._set(job, replace(record, resumed=True))
 
     def gate(self, job: str, pods: Sequence[PodInfo], now: float) -> str | None:
         """Why the new pods of `job` must wait now (None: they may go): in backoff, or held.
         A job recreated (pods of another controller, or pods made after a held job's last
-        requeue when it has none) or a pod annotated `gangplank.io/retry: "now"` starts afresh."""
+        requeue when it has none or was suspended: a person resumed it) or a pod annotated
+        `gangplank.io/retry: "now"` starts afresh."""
         record = self._records.get(job)
         if record is None:
             return None
         owner = identity(pods)
         retry = any(p.annotations.get(RETRY_ANNOTATION) == "now" for p in pods)
         recreated = owner != record.owner or (
-            not owner and record.held and all(p.created > record.updated for p in pods)
+            (not owner or record.workload is not None)
+            and record.held
+            and all(p.created > record.updated for p in pods)
         )
         if retry or recreated:
             self._set(job, None)
             return None
         name = job_name(job)
+        if record.held and record.workload is not None:
+            return (
+                f"{name} is held, {record.workload.shown} suspended: {record.reason}; it runs "
+                f"again when resumed: {record.workload.resume_command()}"
+            )
         if record.held:
             return (
                 f"{name} is held: {record.reason}; it runs again when recreated or when a pod of "

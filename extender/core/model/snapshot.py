@@ -38,6 +38,7 @@ class Owner:
     kind: str
     name: str
     uid: str
+    api_version: str = ""  # e.g. batch/v1: which workload kind it is (and how it is suspended)
 
 
 @dataclass(frozen=True, slots=True)
