@@ -38,8 +38,10 @@ def pod(
     job: str | None = None,
     created: str = "2026-12-01T10:00:00Z",
     node_selector: dict[str, str] | None = None,
+    owner: tuple[str, str, str] | None = None,
 ) -> dict[str, Any]:
-    """A Pod as the API server returns it (`job`: owned by that Job)."""
+    """A Pod as the API server returns it (`job`: owned by that Job; `owner`: by that
+    controller, (apiVersion, kind, name))."""
     n = next(_ids)
     requests: dict[str, str] = {"cpu": cpu, "memory": memory}
     if gpu:
@@ -62,12 +64,14 @@ def pod(
         "creationTimestamp": created,
     }
     if job:
+        owner = ("batch/v1", "Job", job)
+    if owner:
         metadata["ownerReferences"] = [
             {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "name": job,
-                "uid": f"job-{job}",
+                "apiVersion": owner[0],
+                "kind": owner[1],
+                "name": owner[2],
+                "uid": f"{owner[1].lower()}-{owner[2]}",
                 "controller": True,
             }
         ]

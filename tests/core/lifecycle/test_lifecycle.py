@@ -12,6 +12,7 @@ from extender.core.engine import Engine
 from extender.core.gangs.placer import GangConfig
 from extender.core.lifecycle.lifecycle import LifecycleOutcomes
 from extender.core.lifecycle.watchdog import Look, Watchdog
+from extender.core.lifecycle.workloads import Workload
 from extender.core.model.gpu_use import GpuUse
 from extender.core.queues.policy_parse import parse_policy
 from extender.kube.convert import pod_from_api
@@ -323,3 +324,107 @@ def test_no_job_is_requeued_before_the_kept_counts_are_read() -> None:
     co.kick_candidates(cluster.snap(), NOW + 12 * 60)
     record = co.lifecycle.requeues.get(GANG)
     assert len(evicted(co)) == 4 and record is not None and record.count == 4, "counted on"
+
+
+# ---- requeued through the workload ----
+
+
+def job_gang(started: float, **states: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gang train as a batch/v1 Job makes it: its 4 pods owned by Job train."""
+    members = gang_pods("train", 4, gpu=8, labels={"gangplank.io/queue": "team"}, job="train")
+    return [
+        bound_pod(m, f"n{i}", started, **states.get(m["metadata"]["name"], {}))
+        for i, m in enumerate(members)
+    ]
+
+
+UNREADY = {"train-3": {"ready": False, "waiting": "ImagePullBackOff"}}
+
+
+def test_a_jobs_gang_not_ready_is_requeued_by_suspending_the_job_not_by_evicting_its_pods() -> None:
+    co = engine(readyTimeout="10m", requeue={"backoff": "1m", "maxBackoff": "1h", "limit": 3})
+    cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    assert evicted(co) == [], "no pod evicted: each would count as a failed pod of the Job"
+    (suspension,) = co.lifecycle.take_suspensions()
+    assert suspension.workload == Workload("Job", "batch/v1", "default", "train")
+    assert sorted(name for _, name, _ in suspension.pods) == [f"train-{i}" for i in range(4)]
+    assert (suspension.reason, suspension.rule, suspension.queue) == (
+        "RequeueSuspended",
+        "not-ready",
+        "team",
+    )
+    assert suspension.message == (
+        "suspended by gangplank: gang default/train not ready in time: pods not ready within "
+        "10m (train-3: ImagePullBackOff) (queue team); requeued (1 of 3), resumed in 1m"
+    )
+    record = co.lifecycle.requeues.get(GANG)
+    assert record is not None and record.workload == suspension.workload
+    assert co.lifecycle.resumes_due(NOW + 11 * 60 + 59) == [], "within its backoff"
+    (resume,) = co.lifecycle.resumes_due(NOW + 11 * 60 + 60)
+    assert resume.workload == suspension.workload
+    assert resume.message.startswith("resumed by gangplank: gang default/train waited out")
+    assert co.lifecycle.resumes_due(NOW + 11 * 60 + 61) == [], "handed out once a while"
+    co.lifecycle.resumed(GANG, done=True)
+    assert co.lifecycle.resumes_due(NOW + 11 * 60 + 70) == []
+
+
+def test_a_resume_that_failed_is_handed_out_again_a_few_seconds_later() -> None:
+    co = engine(readyTimeout="10m", requeue={"backoff": "1m", "maxBackoff": "1h", "limit": 3})
+    cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    due = NOW + 11 * 60 + 60
+    assert len(co.lifecycle.resumes_due(due)) == 1
+    co.lifecycle.resumed(GANG, done=False)  # the API server said 500
+    assert co.lifecycle.resumes_due(due + 1) == []
+    assert len(co.lifecycle.resumes_due(due + 5)) == 1
+
+
+def test_a_job_past_its_max_runtime_is_suspended_and_stays_so_with_how_to_run_it_again() -> None:
+    co = engine(maxRuntime="2h")
+    cluster = Cluster(nodes=nodes(), pods=job_gang(NOW))
+    co.kick_candidates(cluster.snap(), NOW + 2 * 3600 + 30)
+    assert evicted(co) == []
+    (suspension,) = co.lifecycle.take_suspensions()
+    assert suspension.reason == "HeldSuspended"
+    assert suspension.message == (
+        "suspended by gangplank and held: gang default/train ran past its maxRuntime: ran 2h, "
+        "past its maxRuntime of 2h (queue team); it stays suspended until a person resumes it: "
+        'kubectl patch jobs.batch train -n default --type=merge -p \'{"spec":{"suspend":false}}\''
+    )
+    assert co.lifecycle.resumes_due(NOW + 30 * 86400) == [], "never resumed by gangplank"
+
+
+def test_the_requeue_limit_leaves_the_job_suspended_naming_the_limit() -> None:
+    co = engine(readyTimeout="10m", requeue={"backoff": "1m", "maxBackoff": "1h", "limit": 1})
+    co.lifecycle.requeues.requeue(
+        GANG,
+        "r",
+        NOW,
+        co.policy.lifecycle_of("team").requeue,
+        "job-train",  # type: ignore[union-attr]
+    )
+    cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    (suspension,) = co.lifecycle.take_suspensions()
+    assert suspension.reason == "HeldSuspended"
+    assert "; requeued 1 times, its limit; it stays suspended until a person resumes it" in (
+        suspension.message
+    )
+
+
+def test_a_suspension_refused_or_failed_undoes_the_requeue_and_the_job_runs_on() -> None:
+    co = engine(readyTimeout="10m")
+    cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    (suspension,) = co.lifecycle.take_suspensions()
+    co.lifecycle.refused({uid for _, _, uid in suspension.pods})  # a PDB, a 403, a 404
+    assert co.lifecycle.requeues.get(GANG) is None
+    assert co.lifecycle.resumes_due(NOW + 86400) == [], "nothing to resume"
+
+
+def test_a_gang_of_bare_pods_is_still_requeued_by_evicting_its_pods() -> None:
+    co = engine(readyTimeout="10m")
+    cluster = Cluster(nodes=nodes(), pods=gang(NOW, **UNREADY))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    assert len(evicted(co)) == 4 and co.lifecycle.take_suspensions() == []

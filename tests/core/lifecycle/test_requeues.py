@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import orjson
+
 from extender.core.lifecycle.requeues import RETRY_ANNOTATION, RequeueRecord, Requeues, identity
+from extender.core.lifecycle.workloads import Workload
 from extender.core.model.snapshot import Owner, PodInfo
 from extender.core.queues.lifecycle import Requeue
 from extender.kube.convert import pod_from_api
@@ -109,3 +112,64 @@ def test_a_jobset_restarting_its_child_jobs_is_the_same_job_not_a_recreated_one(
     ledger.requeue(JOB, "not ready", NOW, RULES, identity(pods))
     restarted = [replace(p, owner=Owner("Job", "train-w-0", "child-job-uid-2")) for p in pods]
     assert ledger.gate(JOB, restarted, NOW + 10) is not None, "still in its backoff"
+
+
+# ---- requeued through the workload ----
+
+TRAIN = Workload("Job", "batch/v1", "default", "train")
+
+
+def test_a_suspended_record_round_trips_with_its_workload_and_whether_it_was_resumed() -> None:
+    ledger = Requeues()
+    ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1", workload=TRAIN)
+    ledger.resumed(JOB)
+    kept = ledger.take_changes()
+    assert kept[JOB] is not None and kept[JOB]["workload"] == {
+        "kind": "Job",
+        "apiVersion": "batch/v1",
+        "namespace": "default",
+        "name": "train",
+    }
+    assert kept[JOB]["resumed"] is True
+    after = Requeues()
+    after.load(orjson.loads(orjson.dumps({JOB: kept[JOB]})))  # as the ConfigMap keeps it
+    assert after.get(JOB) == ledger.get(JOB)
+
+
+def test_a_record_of_evicted_pods_has_no_workload_and_reads_as_before() -> None:
+    ledger = Requeues()
+    record = ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1")
+    assert "workload" not in record.to_json() and "resumed" not in record.to_json()
+    assert RequeueRecord.from_json(JOB, record.to_json()) == record
+
+
+def test_a_suspended_workload_is_due_for_resuming_when_its_backoff_ends_and_only_once() -> None:
+    ledger = Requeues()
+    ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1", workload=TRAIN)
+    assert ledger.resumes_due(NOW + 59) == [], "within its backoff of 60 s"
+    assert [r.job for r in ledger.resumes_due(NOW + 60)] == [JOB]
+    ledger.resumed(JOB)
+    assert ledger.resumes_due(NOW + 61) == [], "resumed once"
+    record = ledger.get(JOB)
+    assert record is not None and record.count == 1, "its count stays for the next requeue"
+
+
+def test_a_held_workload_is_never_resumed_by_gangplank() -> None:
+    ledger = Requeues()
+    ledger.requeue(JOB, "ran 3d, past its maxRuntime of 2d", NOW, RULES, "job-uid-1", True, TRAIN)
+    assert ledger.resumes_due(NOW + 10 * 86400) == []
+
+
+def test_new_pods_of_a_held_suspended_workload_mean_a_person_resumed_it_and_start_afresh() -> None:
+    ledger = Requeues()
+    for _ in range(RULES.limit + 1):
+        ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1", workload=TRAIN)
+    record = ledger.get(JOB)
+    assert record is not None and record.held
+    assert ledger.gate(JOB, new_pods(created=NOW - 600), NOW + 5) == (
+        "gang default/train is held, Job default/train suspended: not ready; it runs again when "
+        "resumed: kubectl patch jobs.batch train -n default --type=merge "
+        '-p \'{"spec":{"suspend":false}}\''
+    ), "pods from before the hold: still held"
+    assert ledger.gate(JOB, new_pods(created=NOW + 3600), NOW + 3601) is None
+    assert ledger.get(JOB) is None, "count and backoff forgotten"
