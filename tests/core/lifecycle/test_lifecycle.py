@@ -14,6 +14,7 @@ from extender.core.lifecycle.lifecycle import LifecycleOutcomes
 from extender.core.lifecycle.watchdog import Look, Watchdog
 from extender.core.lifecycle.workloads import Workload
 from extender.core.model.gpu_use import GpuUse
+from extender.core.queues.lifecycle import Requeue
 from extender.core.queues.policy_parse import parse_policy
 from extender.kube.convert import pod_from_api
 from tests.builders import bound_pod, gang_pods, node, policy_doc, queue
@@ -397,13 +398,8 @@ def test_a_job_past_its_max_runtime_is_suspended_and_stays_so_with_how_to_run_it
 
 def test_the_requeue_limit_leaves_the_job_suspended_naming_the_limit() -> None:
     co = engine(readyTimeout="10m", requeue={"backoff": "1m", "maxBackoff": "1h", "limit": 1})
-    co.lifecycle.requeues.requeue(
-        GANG,
-        "r",
-        NOW,
-        co.policy.lifecycle_of("team").requeue,
-        "job-train",  # type: ignore[union-attr]
-    )
+    once = Requeue(backoff=60.0, max_backoff=3600.0, limit=1)
+    co.lifecycle.requeues.requeue(GANG, "r", NOW, once, "job-train")  # requeued once before
     cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
     co.kick_candidates(cluster.snap(), NOW + 11 * 60)
     (suspension,) = co.lifecycle.take_suspensions()

@@ -123,16 +123,16 @@ def test_a_suspended_record_round_trips_with_its_workload_and_whether_it_was_res
     ledger = Requeues()
     ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1", workload=TRAIN)
     ledger.resumed(JOB)
-    kept = ledger.take_changes()
-    assert kept[JOB] is not None and kept[JOB]["workload"] == {
+    kept = ledger.take_changes()[JOB]
+    assert kept is not None and kept["workload"] == {
         "kind": "Job",
         "apiVersion": "batch/v1",
         "namespace": "default",
         "name": "train",
     }
-    assert kept[JOB]["resumed"] is True
+    assert kept["resumed"] is True
     after = Requeues()
-    after.load(orjson.loads(orjson.dumps({JOB: kept[JOB]})))  # as the ConfigMap keeps it
+    after.load(orjson.loads(orjson.dumps({JOB: kept})))  # as the ConfigMap keeps it
     assert after.get(JOB) == ledger.get(JOB)
 
 

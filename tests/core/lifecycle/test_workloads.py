@@ -14,9 +14,11 @@ from extender.kube.convert import pod_from_api
 from tests.builders import pod
 
 
-def pods(owner: tuple[str, str, str] | None, count: int = 2, **labels: str) -> list[PodInfo]:
+def pods(
+    owner: tuple[str, str, str] | None, count: int = 2, labels: dict[str, str] | None = None
+) -> list[PodInfo]:
     return [
-        pod_from_api(pod(f"w-{i}", namespace="ml", owner=owner, labels=dict(labels)))
+        pod_from_api(pod(f"w-{i}", namespace="ml", owner=owner, labels=labels))
         for i in range(count)
     ]
 
@@ -28,7 +30,10 @@ CASES: list[tuple[list[PodInfo], Workload | None, dict[str, Any]]] = [
         {"spec": {"suspend": True}},
     ),
     (
-        pods(("batch/v1", "Job", "train-workers-0"), **{"jobset.sigs.k8s.io/jobset-name": "train"}),
+        pods(
+            ("batch/v1", "Job", "train-workers-0"),
+            labels={"jobset.sigs.k8s.io/jobset-name": "train"},
+        ),
         Workload("JobSet", "jobset.x-k8s.io/v1alpha2", "ml", "train"),
         {"spec": {"suspend": True}},
     ),
@@ -43,7 +48,9 @@ CASES: list[tuple[list[PodInfo], Workload | None, dict[str, Any]]] = [
     (
         pods(("kubeflow.org/v2beta1", "MPIJob", "train"))
         + pods(
-            ("batch/v1", "Job", "train-launcher"), 1, **{"training.kubeflow.org/job-name": "train"}
+            ("batch/v1", "Job", "train-launcher"),
+            1,
+            labels={"training.kubeflow.org/job-name": "train"},
         ),
         Workload("MPIJob", "kubeflow.org/v2beta1", "ml", "train"),
         {"spec": {"runPolicy": {"suspend": True}}},
@@ -51,7 +58,10 @@ CASES: list[tuple[list[PodInfo], Workload | None, dict[str, Any]]] = [
     (
         pods(
             ("ray.io/v1", "RayCluster", "sweep-raycluster-x7k2p"),
-            **{"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "sweep"},
+            labels={
+                "ray.io/originated-from-crd": "RayJob",
+                "ray.io/originated-from-cr-name": "sweep",
+            },
         ),
         Workload("RayJob", "ray.io/v1", "ml", "sweep"),
         {"spec": {"suspend": True}},
@@ -66,7 +76,10 @@ CASES: list[tuple[list[PodInfo], Workload | None, dict[str, Any]]] = [
     (
         pods(
             ("ray.io/v1", "RayCluster", "serve-raycluster-abcde"),
-            **{"ray.io/originated-from-crd": "RayService", "ray.io/originated-from-cr-name": "s"},
+            labels={
+                "ray.io/originated-from-crd": "RayService",
+                "ray.io/originated-from-cr-name": "s",
+            },
         ),
         None,
         {},
