@@ -37,6 +37,7 @@ from extender.kube.events import ApiEventRecorder
 from extender.kube.evictor import ApiEvictor
 from extender.kube.leader import AlwaysLeader, LeaseLeadership
 from extender.kube.requeue_store import RequeueStore
+from extender.kube.workloads import ApiSuspender
 from extender.observe.metrics import Metrics
 from extender.service.kicker import ApiPatcher
 from extender.service.runtime import Runtime
@@ -74,6 +75,7 @@ class Extender:
         bind_client = client.ApiClient(client.Configuration(host=api.url))
         self.store = ClusterStore()
         metrics = Metrics()
+        evictor = ApiEvictor(client.CoreV1Api(bind_client))
         self.runtime = Runtime(
             self.store,
             ApiBinder(client.CoreV1Api(bind_client)),
@@ -93,7 +95,10 @@ class Extender:
             kick_interval=0.1,
             policy=policy,
             policy_path=policy_path,
-            evictor=ApiEvictor(client.CoreV1Api(bind_client)),
+            evictor=evictor,
+            suspender=ApiSuspender(
+                client.CoreV1Api(bind_client), client.CustomObjectsApi(bind_client), evictor
+            ),
             events=ApiEventRecorder(client.CoreV1Api(bind_client)),
             stale_after=stale_after,
             requeue_store=RequeueStore(client.CoreV1Api(bind_client), *requeue_configmap),

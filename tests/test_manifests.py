@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from extender.cache.handlers import POD_GROUP_KINDS
+from extender.core.lifecycle.workloads import KINDS as WORKLOAD_KINDS
 from extender.kube.requeue_store import VERBS as REQUEUE_VERBS
 from extender.service.settings import parse_serve_settings
 from extender.web.verbs import VERBS
@@ -341,6 +342,12 @@ def test_the_extender_may_do_exactly_what_the_code_does() -> None:
     needed = {(g, r, v) for g, r in watched for v in ("list", "watch")}
     needed |= {("", "pods/binding", "create"), ("", "pods", "patch")}
     needed |= {("", "pods/eviction", "create"), ("", "events", "create")}
+    # the lifecycle rules suspend and resume workloads of these kinds (a merge patch each)
+    needed |= {
+        (version.rpartition("/")[0], kind.plural, "patch")
+        for kind in WORKLOAD_KINDS.values()
+        for version in kind.api_versions
+    }
     assert granted == needed
     lease = find("Role", "gangplank-extender-leader-lease")["rules"]
     assert lease == [

@@ -1,6 +1,7 @@
-"""Kubernetes Events on pods, for the person running `kubectl describe pod`.
+"""Kubernetes Events on pods (and workloads), for the person running `kubectl describe`.
 
-`post_pod_event` writes one Event (core/v1, as kube-scheduler's own FailedScheduling ones);
+`post_pod_event` writes one Event (core/v1, as kube-scheduler's own FailedScheduling ones;
+`post_event` on any object, such as a Job gangplank suspended);
 `tell` picks the pods a notice of the core is told on (its job's, waiting ones first), and
 `ApiEventRecorder` turns the notice into Events on them — the first few waiting members of a
 gang, not thousands — rate-limited (a token bucket) so that a storm of state
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -34,16 +35,28 @@ def post_pod_event(
     warning: bool = False,
     timeout: tuple[float, float] = (2.0, 4.0),
 ) -> bool:
+    involved = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": namespace}
+    if uid:
+        involved["uid"] = uid
+    return post_event(core, involved, reason, message, warning=warning, timeout=timeout)
+
+
+def post_event(
+    core: Any,
+    involved: Mapping[str, str],
+    reason: str,
+    message: str,
+    *,
+    warning: bool = False,
+    timeout: tuple[float, float] = (2.0, 4.0),
+) -> bool:
+    """One Event on the object `involved` names (apiVersion, kind, namespace, name, uid if
+    known): a pod, or a workload such as a Job (`kubectl describe job` shows it)."""
     now = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    name, namespace = involved["name"], involved["namespace"]
     body = {
         "metadata": {"generateName": f"{name}.", "namespace": namespace},
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": name,
-            "namespace": namespace,
-            **({"uid": uid} if uid else {}),
-        },
+        "involvedObject": dict(involved),
         "reason": reason,
         "message": message[:1024],
         "type": "Warning" if warning else "Normal",
@@ -62,7 +75,7 @@ def post_pod_event(
         response.release_conn()
         return True
     except Exception as err:  # an Event lost is no reason to stop
-        log.warning("event on pod %s/%s not recorded: %s", namespace, name, err)
+        log.warning("event on %s %s/%s not recorded: %s", involved["kind"], namespace, name, err)
         return False
 
 

@@ -4,7 +4,9 @@ A victim job is evicted whole or not at all: every pod of it is first evicted as
 API server refuses any of them (a PodDisruptionBudget: HTTP 429), none is evicted for real and the
 job keeps running. Each evicted pod gets an Event naming the preemptor and the rule, and the
 preemptor gets one naming its victims (not a job evicted for itself, by a lifecycle rule or
-because it fits nowhere: its "preemptor" is one of its own pods, told once already).
+because it fits nowhere: its "preemptor" is one of its own pods, told once already). The Event's
+reason is the rule's (`EVICTED`: `NotReadyRequeued`, `StaleGangEvicted`, `MaxRuntimeExceeded`,
+`IdleGpuEvicted`), `Preempted` for preemption, reclaim and recovery.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
+from extender.core.lifecycle.lifecycle import EVICTED
 from extender.core.preemption.evictions import Eviction
 from extender.kube.binder import api_message
 from extender.kube.events import post_pod_event
@@ -35,22 +38,22 @@ class ApiEvictor:
         self._timeout = timeout
         self._told: set[tuple[str, str, str]] = set()  # preemptor events sent (bounded below)
 
-    def _eviction(self, e: Eviction, dry_run: bool) -> int:
+    def _eviction(
+        self, namespace: str, name: str, uid: str, grace: int | None, dry_run: bool
+    ) -> int:
         body: dict[str, Any] = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
-            "metadata": {"name": e.name, "namespace": e.namespace},
-            "deleteOptions": {"preconditions": {"uid": e.uid}},
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
         }
-        if e.grace_seconds is not None:
-            body["deleteOptions"]["gracePeriodSeconds"] = e.grace_seconds
+        if grace is not None:
+            body["deleteOptions"]["gracePeriodSeconds"] = grace
         kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": self._timeout}
         if dry_run:
             kwargs["dry_run"] = "All"
         try:
-            response = self._core.create_namespaced_pod_eviction(
-                e.name, e.namespace, body, **kwargs
-            )
+            response = self._core.create_namespaced_pod_eviction(name, namespace, body, **kwargs)
             response.drain_conn()
             response.release_conn()
             return 201
@@ -58,35 +61,44 @@ class ApiEvictor:
             if err.status not in (404, 409):
                 log.warning(
                     "eviction of pod %s/%s%s: HTTP %s: %s",
-                    e.namespace,
-                    e.name,
+                    namespace,
+                    name,
                     " (dry run)" if dry_run else "",
                     err.status,
                     api_message(err),
                 )
             return int(err.status or 500)
         except Exception as err:
-            log.warning("eviction of pod %s/%s: %s", e.namespace, e.name, err)
+            log.warning("eviction of pod %s/%s: %s", namespace, name, err)
             return 503
 
-    def evict(self, job: Sequence[Eviction]) -> str:
-        checks = [self._eviction(e, dry_run=True) for e in job]
+    def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
+        """Every pod evicted as a dry run: "" when each may go (or is gone already), "blocked"
+        when a PodDisruptionBudget protects one (logged), "failed" on any other answer."""
+        checks = [self._eviction(ns, name, uid, grace, dry_run=True) for ns, name, uid in pods]
         if any(code == 429 for code in checks):
-            blocked = [e.name for e, code in zip(job, checks, strict=True) if code == 429]
+            blocked = [p[1] for p, code in zip(pods, checks, strict=True) if code == 429]
             log.info(
                 "not evicting %s: a PodDisruptionBudget protects %s; its job keeps running whole",
-                ", ".join(e.name for e in job),
+                ", ".join(p[1] for p in pods),
                 ", ".join(blocked),
             )
             return "blocked"
-        if any(code not in (201, 404) for code in checks):
-            return "failed"
-        codes = [self._eviction(e, dry_run=False) for e in job]
+        return "failed" if any(code not in (201, 404) for code in checks) else ""
+
+    def evict(self, job: Sequence[Eviction]) -> str:
+        grace = job[0].grace_seconds if job else None
+        refused = self.dry_run([(e.namespace, e.name, e.uid) for e in job], grace)
+        if refused:
+            return refused
+        codes = [
+            self._eviction(e.namespace, e.name, e.uid, e.grace_seconds, dry_run=False) for e in job
+        ]
         own = {(e.namespace, e.name) for e in job}
         for e, code in zip(job, codes, strict=True):
             # 404: kube-scheduler's own preemption deleted it first, for the same plan.
             if code in (201, 404):
-                self._event(e.namespace, e.name, e.uid, "Preempted", e.message)
+                self._event(e.namespace, e.name, e.uid, EVICTED.get(e.rule, "Preempted"), e.message)
                 key = (*e.preemptor, e.preemptor_message)
                 if key not in self._told and e.preemptor not in own:
                     if len(self._told) > 10_000:
@@ -107,7 +119,7 @@ class ApiEvictor:
             uid,
             reason,
             message,
-            warning=reason == "Preempted",
+            warning=reason != "Preempting",
             timeout=self._timeout,
         )
 

@@ -215,6 +215,14 @@ class Metrics:
             ["queue", "rule", "outcome"],
             registry=r,
         )
+        self.suspensions = Counter(
+            "gangplank_lifecycle_suspensions",
+            "Workloads the lifecycle rules requeued through their suspend flag, by kind (Job, "
+            "JobSet, PyTorchJob...), action (suspend, resume) and outcome (suspended or "
+            "resumed; blocked by a PodDisruptionBudget, gone, failed: the requeue is undone).",
+            ["kind", "action", "outcome"],
+            registry=r,
+        )
         self.lost = Counter(
             "gangplank_preemption_victim_gpu_seconds",
             "GPU-seconds the evicted jobs had run (work lost unless they checkpointed).",
@@ -282,6 +290,9 @@ class Metrics:
 
     def evicted(self, queue: str, rule: str, outcome: str, pods: int) -> None:
         self.evictions.labels(queue, rule, outcome).inc(pods)
+
+    def suspended(self, kind: str, action: str, outcome: str) -> None:
+        self.suspensions.labels(kind, action, outcome).inc()
 
     def gpu_seconds_lost(self, queue: str, rule: str, seconds: float) -> None:
         self.lost.labels(queue, rule).inc(seconds)

@@ -4,19 +4,27 @@ No victim leaves for a plan that a restart would forget: the preemptor's plan is
 cluster first (`kube/plan_recorder.py`), and evictions whose plan cannot be recorded go back to
 the core for the next pass. What each eviction came to is logged and counted; one the API server
 refused (a PodDisruptionBudget) or that failed is told to the core, which spares the pods a while.
+
+`Suspensions` carries out the lifecycle rules' requeues through a workload (`kube/workloads.py`):
+suspensions (a dry run of every pod's eviction, then the suspend flag) and the resumes whose
+backoff ended. A suspension refused or failed undoes its requeue, as a refused eviction does;
+a resume that failed is tried again a few seconds later. Each is logged and counted
+(`gangplank_lifecycle_suspensions_total`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from extender.cache.store import ClusterStore
 from extender.core.engine import Engine
+from extender.core.lifecycle.workloads import Resume, Suspension
 from extender.core.preemption.evictions import Eviction
 from extender.kube.evictor import Evictor
 from extender.kube.plan_recorder import PlanRecorder, RecordError
+from extender.kube.workloads import Suspender
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
 from extender.service.kicker import run_step
@@ -108,3 +116,61 @@ class Evictions:
             with self.lock.by("evictions put back"):
                 self.scheduler.preemption.put_back(later)
         return [e for e in evictions if e.plan not in unrecorded]
+
+
+class Suspensions:
+    def __init__(
+        self,
+        suspender: Suspender,
+        *,
+        scheduler: Engine,
+        lock: DecisionLock,
+        metrics: Metrics,
+        on_error: Callable[[str], None],
+    ) -> None:
+        self.suspender = suspender
+        self.scheduler = scheduler
+        self.lock = lock
+        self.metrics = metrics
+        self._on_error = on_error  # one suspension or resume raised (step "suspend"/"resume")
+
+    def carry_out(self, suspensions: Sequence[Suspension], resumes: Sequence[Resume]) -> None:
+        """Each is its own step: one that raises leaves the others going."""
+        for suspension in suspensions:
+            run_step("suspend", partial(self._suspend, suspension), self._on_error)
+        for resume in resumes:
+            run_step("resume", partial(self._resume, resume), self._on_error)
+
+    def _suspend(self, s: Suspension) -> None:
+        outcome = self.suspender.suspend(s)
+        undone = outcome != "suspended"
+        log.info(
+            "%s %s (%d pod(s) of %s, %s, queue %s)%s: %s",
+            outcome,
+            s.workload.shown,
+            len(s.pods),
+            s.job.split(":", 1)[1],
+            s.rule,
+            s.queue or "-",
+            "; the requeue is undone, the job runs on" if undone else "",
+            s.message,
+        )
+        self.metrics.suspended(s.workload.kind, "suspend", outcome)
+        if undone:
+            with self.lock.by("suspension refused"):
+                self.scheduler.lifecycle.refused({uid for _, _, uid in s.pods})
+        else:
+            self.metrics.gpu_seconds_lost(s.queue, s.rule, s.gpu_seconds)
+
+    def _resume(self, r: Resume) -> None:
+        outcome = self.suspender.resume(r)
+        log.info(
+            "%s %s (%s)%s",
+            outcome,
+            r.workload.shown,
+            r.job.split(":", 1)[1],
+            "; tried again shortly" if outcome == "failed" else "",
+        )
+        self.metrics.suspended(r.workload.kind, "resume", outcome)
+        with self.lock.by("resumed"):
+            self.scheduler.lifecycle.resumed(r.job, done=outcome != "failed")

@@ -123,17 +123,19 @@ class LifecycleIO:
         if self.store is not None:
             self.scheduler.lifecycle.requeues.known = False
 
-    def save_records(self) -> None:
-        """The requeue records the core changed, kept (tried again next pass if this fails)."""
+    def save_records(self) -> bool:
+        """The requeue records the core changed, kept (tried again next pass if this fails:
+        it raises). True once they are (or nothing is to be kept)."""
         if self.store is None:
-            return
+            return True
         with self.lock.by("requeue records taken"):
             changes = self.scheduler.lifecycle.requeues.take_changes()
         if not changes:
-            return
+            return True
         try:
             self.store.save(changes)
         except Exception:
             with self.lock.by("requeue records put back"):
                 self.scheduler.lifecycle.requeues.put_back(changes)
             raise
+        return True

@@ -3,11 +3,13 @@
 While this replica's scheduler leads: the plans earlier processes recorded are read back once,
 the mix of job shapes placement keeps room for is learned every minute, the core decides (holds,
 nudges, reclaim planning) under the lock, the plans made since are recorded, the evictions the
-core queued are carried out (`service/evictions.py`), and what the core counted goes into the
-metrics; once the nudges are out, its notices become Events. Leading or not: the pending pods are
-looked through once the first full lists are in, and a PodGroup kind that pods wait for is looked
-for again. Each of these is a step (`kicker.run_step`): one that raises is logged with its
-traceback and counted in `gangplank_periodic_errors_total{step}`, and the others still run.
+core queued are carried out (`service/evictions.py`), so are the workloads it suspends or resumes
+(only once the requeue records they belong to are kept: no workload is left suspended with no
+record to resume it by), and what the core counted goes into the metrics; once the nudges are
+out, its notices become Events. Leading or not: the pending pods are looked through once the
+first full lists are in, and a PodGroup kind that pods wait for is looked for again. Each of
+these is a step (`kicker.run_step`): one that raises is logged with its traceback and counted
+in `gangplank_periodic_errors_total{step}`, and the others still run.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from extender.cache.store import ClusterStore
 from extender.core.engine import Engine
 from extender.core.gangs.plan_record import ToWrite
 from extender.core.lifecycle.watchdog import Look
+from extender.core.lifecycle.workloads import Resume, Suspension
 from extender.core.model.notices import Notice
 from extender.core.model.snapshot import Snapshot
 from extender.core.placement.scoring import mix_of
@@ -32,7 +35,7 @@ from extender.kube.events import EventRecorder, tell
 from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
-from extender.service.evictions import Evictions
+from extender.service.evictions import Evictions, Suspensions
 from extender.service.kicker import run_step
 from extender.service.lifecycle_io import LifecycleIO
 from extender.service.readiness import Readiness
@@ -56,6 +59,8 @@ class Decided:
     notices: list[Notice] = field(default_factory=list)
     records: Sequence[ToWrite] = ()  # plans' records to write ahead of their first bind
     snapshot: Snapshot | None = None
+    suspensions: list[Suspension] = field(default_factory=list)  # requeues through a workload
+    resumes: list[Resume] = field(default_factory=list)  # suspended workloads whose backoff ended
 
 
 class PeriodicPass:
@@ -70,6 +75,7 @@ class PeriodicPass:
         readiness: Readiness,
         recorder: PlanRecorder,
         evictions: Evictions,
+        suspensions: Suspensions,
         events: EventRecorder,
         metrics: Metrics,
         leading: Callable[[], bool],
@@ -86,6 +92,7 @@ class PeriodicPass:
         self.readiness = readiness
         self.recorder = recorder
         self.evictions = evictions
+        self.suspensions = suspensions
         self.events = events
         self.metrics = metrics
         self.leading = leading
@@ -120,10 +127,17 @@ class PeriodicPass:
         self._step("learn-mix", self.learn_mix)
         self._step("gpu-use", self.lifecycle_io.read_use)
         decided = self._step("decide", self.decide) or Decided()
-        self._step("requeues-kept", self.lifecycle_io.save_records)
+        kept = self._step("requeues-kept", self.lifecycle_io.save_records)
         # plans made since the last pass are recorded ahead of their first bind
         self._step("record-plans", partial(self.record, decided.records))
         self._step("evictions", partial(self.evictions.carry_out, decided.evictions))
+        suspensions = decided.suspensions
+        if suspensions and not kept:  # their records are not kept: not suspended yet
+            with self.lock.by("suspensions put back"):
+                self.scheduler.lifecycle.put_back_suspensions(suspensions)
+            suspensions = []
+        work = partial(self.suspensions.carry_out, suspensions, decided.resumes)
+        self._step("workloads", work)
         if decided.snapshot is not None:
             self._untold.append((decided.notices, decided.snapshot))
         self._step("publish", self.publish)
@@ -165,9 +179,11 @@ class PeriodicPass:
             # longer leads (the last answer: no API call under the lock).
             keep = stale or not self.leading()
             evictions = [] if keep else self.scheduler.preemption.take_evictions()
+            suspensions = [] if keep else engine.lifecycle.take_suspensions()
+            resumes = [] if keep else engine.lifecycle.resumes_due(self.clock())
             notices = self.scheduler.take_notices()
             records = self.scheduler.records_to_write(snapshot)
-        return Decided(refs, evictions, notices, records, snapshot)
+        return Decided(refs, evictions, notices, records, snapshot, suspensions, resumes)
 
     def record(self, records: Sequence[ToWrite]) -> None:
         try:

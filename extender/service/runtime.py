@@ -29,12 +29,13 @@ from extender.kube.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kube.leader import AlwaysLeader, Leadership, LeaseLeadership, default_identity
 from extender.kube.plan_recorder import PlanRecorder
 from extender.kube.requeue_store import RequeueStore
+from extender.kube.workloads import ApiSuspender, LogSuspender, Suspender
 from extender.observe.gc_pauses import GcPauses
 from extender.observe.gpu_use import GpuUseReader
 from extender.observe.metrics import Metrics
 from extender.policy.file import PolicyWatcher, load_policy, log_warnings
 from extender.service.decision_lock import DecisionLock
-from extender.service.evictions import Evictions
+from extender.service.evictions import Evictions, Suspensions
 from extender.service.kicker import ApiPatcher, Kicker, LogPatcher, Patcher
 from extender.service.lifecycle_io import LifecycleIO, RecordStore, UseReader
 from extender.service.periodic import PeriodicPass
@@ -65,6 +66,7 @@ class Runtime:
         policy_path: str | None = None,
         scheduler_names: frozenset[str] = frozenset({"gangplank"}),
         evictor: Evictor | None = None,
+        suspender: Suspender | None = None,
         events: EventRecorder | None = None,
         stale_after: float = 30.0,
         gpu_use: UseReader | None = None,
@@ -124,6 +126,13 @@ class Runtime:
                 lock=self.lock,
                 metrics=metrics,
                 clock=clock,
+                on_error=on_error,
+            ),
+            suspensions=Suspensions(
+                suspender or LogSuspender(),
+                scheduler=self.scheduler,
+                lock=self.lock,
+                metrics=metrics,
                 on_error=on_error,
             ),
             events=events or LogEventRecorder(),
@@ -236,6 +245,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
     from kubernetes import client
 
     watch_client, bind_client = api_clients(settings)
+    evictor = ApiEvictor(client.CoreV1Api(bind_client))
     leadership: Leadership = AlwaysLeader()
     if settings.leader_lease:
         namespace, name = settings.leader_lease.split("/", 1)
@@ -253,7 +263,10 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         config=config,
         patcher=ApiPatcher(client.CoreV1Api(bind_client)),
         leadership=leadership,
-        evictor=ApiEvictor(client.CoreV1Api(bind_client)),
+        evictor=evictor,
+        suspender=ApiSuspender(
+            client.CoreV1Api(bind_client), client.CustomObjectsApi(bind_client), evictor
+        ),
         events=ApiEventRecorder(client.CoreV1Api(bind_client)),
         stale_after=settings.stale_after,
         gpu_use=gpu_use_reader(settings),

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from extender.kube.evictor import ApiEvictor
 from tests.builders import eviction
 
@@ -55,4 +57,32 @@ def test_a_job_evicted_for_itself_gets_no_preempting_event_on_its_own_pod() -> N
         for i in range(2)
     ]
     assert ApiEvictor(core).evict(job) == "evicted"
-    assert core.events == [("train-0", "Preempted"), ("train-1", "Preempted")]
+    assert core.events == [("train-0", "MaxRuntimeExceeded"), ("train-1", "MaxRuntimeExceeded")]
+
+
+@pytest.mark.parametrize(
+    ("rule", "reason"),
+    [
+        ("not-ready", "NotReadyRequeued"),
+        ("stale-gang", "StaleGangEvicted"),
+        ("max-runtime", "MaxRuntimeExceeded"),
+        ("idle", "IdleGpuEvicted"),
+        ("priority", "Preempted"),
+        ("reclaim", "Preempted"),
+        ("recovery", "Preempted"),
+    ],
+    ids=[
+        "a job not ready in time",
+        "a gang that lost members",
+        "a job past its maxRuntime",
+        "a job whose GPUs stayed idle",
+        "preemption by priority keeps Kubernetes' own reason",
+        "reclaim keeps it too",
+        "so does finishing a preemption after a restart",
+    ],
+)
+def test_each_rule_gives_its_evictions_an_event_reason_of_its_own(rule: str, reason: str) -> None:
+    core = _Core()
+    job = [replace(eviction("train-0"), job="gangplank:default/train", rule=rule)]
+    assert ApiEvictor(core).evict(job) == "evicted"
+    assert core.events[0] == ("train-0", reason)
