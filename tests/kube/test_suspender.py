@@ -1,0 +1,134 @@
+"""Suspending and resuming a workload over HTTP, through the real Kubernetes client against the
+fake API server: every pod's eviction is tried as a dry run first, then the workload's suspend
+flag is merge-patched where its kind keeps it, with an Event on the workload; a
+PodDisruptionBudget, a workload gone or a refusal is the outcome, and nothing is patched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from extender.core.lifecycle.workloads import Resume, Suspension, Workload
+from extender.kube.evictor import ApiEvictor
+from extender.kube.workloads import ApiSuspender
+from tests.builders import gang_pods
+from tests.fakeapi import FakeApiServer
+from tests.job_controller import batch_job
+
+TRAIN = Workload("Job", "batch/v1", "default", "train")
+
+
+def suspender(api: FakeApiServer) -> ApiSuspender:
+    api_client = client.ApiClient(client.Configuration(host=api.url))
+    core = client.CoreV1Api(api_client)
+    return ApiSuspender(core, client.CustomObjectsApi(api_client), ApiEvictor(core))
+
+
+def running(api: FakeApiServer) -> tuple[tuple[str, str, str], ...]:
+    pods = gang_pods("train", 2, gpu=8, job="train", labels={"team": "ml"})
+    for pod in pods:
+        api.put("pods", pod)
+    return tuple(("default", p["metadata"]["name"], p["metadata"]["uid"]) for p in pods)
+
+
+def suspension(pods: tuple[tuple[str, str, str], ...], workload: Workload = TRAIN) -> Suspension:
+    return Suspension(
+        job="gangplank:default/train",
+        workload=workload,
+        pods=pods,
+        rule="not-ready",
+        queue="a",
+        reason="RequeueSuspended",
+        message="suspended by gangplank: gang default/train not ready in time",
+        gpu_seconds=0.0,
+    )
+
+
+def events(api: FakeApiServer) -> list[tuple[dict[str, Any], str, str]]:
+    with api.cond:
+        return [(e["involvedObject"], e["reason"], e["type"]) for e in api.state.posted_events]
+
+
+def test_a_job_is_suspended_after_a_dry_run_of_every_pods_eviction_with_an_event_on_it(
+    api: FakeApiServer,
+) -> None:
+    job = api.put("jobs", batch_job("train", 2))
+    pods = running(api)
+    assert suspender(api).suspend(suspension(pods)) == "suspended"
+    with api.cond:
+        assert api.state.evictions == [("default", "train-0", True), ("default", "train-1", True)]
+    (patch,) = api.patches_of("jobs")
+    assert (patch.content_type, patch.body) == (
+        "application/merge-patch+json",
+        {"spec": {"suspend": True}},
+    )
+    assert api.object("jobs", "default", "train")["spec"]["suspend"] is True  # type: ignore[index]
+    assert events(api) == [
+        (
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "namespace": "default",
+                "name": "train",
+                "uid": job["metadata"]["uid"],
+            },
+            "RequeueSuspended",
+            "Warning",
+        )
+    ]
+
+
+def test_a_resume_clears_the_flag_and_says_so_on_the_job(api: FakeApiServer) -> None:
+    api.put("jobs", batch_job("train", 2, suspend=True))
+    resume = Resume("gangplank:default/train", TRAIN, "resumed by gangplank: ...")
+    assert suspender(api).resume(resume) == "resumed"
+    assert api.object("jobs", "default", "train")["spec"]["suspend"] is False  # type: ignore[index]
+    assert [(o["kind"], reason, kind) for o, reason, kind in events(api)] == [
+        ("Job", "RequeueResumed", "Normal")
+    ]
+
+
+def test_a_kubeflow_job_is_suspended_at_its_run_policy(api: FakeApiServer) -> None:
+    api.put(
+        "pytorchjobs",
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "bert", "namespace": "default", "uid": "u-bert"},
+            "spec": {"runPolicy": {"cleanPodPolicy": "None"}},
+        },
+    )
+    bert = Workload("PyTorchJob", "kubeflow.org/v1", "default", "bert")
+    assert suspender(api).suspend(suspension(running(api), bert)) == "suspended"
+    found = api.object("pytorchjobs", "default", "bert")
+    assert found is not None
+    assert found["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "suspend": True}
+
+
+@pytest.mark.parametrize(
+    ("arrange", "outcome"),
+    [
+        ("budget", "blocked"),
+        ("no workload", "gone"),
+    ],
+    ids=[
+        "a PodDisruptionBudget that forbids evicting one pod keeps the whole job running",
+        "a workload deleted meanwhile (404) is gone, and nothing else is done",
+    ],
+)
+def test_a_suspension_that_cannot_be_done_patches_nothing_and_says_why(
+    api: FakeApiServer, arrange: str, outcome: str
+) -> None:
+    pods = running(api)
+    if arrange == "budget":
+        api.put("jobs", batch_job("train", 2))
+        with api.cond:
+            api.state.budgets.append(("default", {"team": "ml"}))
+    assert suspender(api).suspend(suspension(pods)) == outcome
+    with api.cond:
+        assert all(dry for _, _, dry in api.state.evictions), "no pod evicted for real"
+    if arrange == "budget":
+        assert api.patches_of("jobs") == [], "not suspended"
+    assert events(api) == []
