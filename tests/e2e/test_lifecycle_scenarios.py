@@ -39,6 +39,11 @@ GANG = "gangplank:default/train"
 UNPULLED = {"train-3": {"ready": False, "waiting": "ImagePullBackOff"}}  # its image: a typo
 
 
+def unsuspendable(name: str) -> tuple[str, str, str]:
+    """A controller of a kind gangplank cannot suspend (its pods are evicted)."""
+    return ("apps/v1", "StatefulSet", name)
+
+
 def lifecycle(**rules: Any) -> Policy:
     """Queues a and b (no guarantee, no max: only room decides) under these lifecycle rules."""
     doc = policy_doc(queue("a"), queue("b"))
@@ -75,9 +80,13 @@ class Kubelets(threading.Thread):
                     if not node_name or "startTime" in pod["status"]:
                         continue
                     started = float(int(time.time()))
-                    state = self.trouble.get(pod["metadata"]["name"], {})
+                    state = self.state_of(pod)
                     self.api.put("pods", bound_pod(pod, node_name, started, **state))
                     self.started[pod["metadata"]["uid"]] = started
+
+    def state_of(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """How the kubelet reports pod `pod` once started (under the API server's lock)."""
+        return self.trouble.get(pod["metadata"]["name"], {})
 
     def ready(self, name: str) -> None:
         """Pod `name` is Running and Ready at last (its image pulled)."""
@@ -93,8 +102,10 @@ class Kubelets(threading.Thread):
 
 
 class JobController(threading.Thread):
-    """Job `name` in queue `queue`: `size` pods of 8 GPUs (gang `name`, owned by Job `name`),
-    created again, with new uids and the same names, once none is left."""
+    """Job `name` in queue `queue`: `size` pods of 8 GPUs (gang `name`, owned by a controller of
+    a kind gangplank cannot suspend, so requeued by evicting its pods), created again, with new
+    uids and the same names, once none is left. (A batch/v1 Job, suspended instead, is
+    tests/job_controller.py's: see test_requeue_through_the_workload.py.)"""
 
     def __init__(self, api: FakeApiServer, name: str, size: int, queue: str) -> None:
         super().__init__(daemon=True)
@@ -109,7 +120,7 @@ class JobController(threading.Thread):
             self.size,
             gpu=8,
             labels={QUEUE: self.queue},
-            job=self.name,
+            owner=unsuspendable(self.name),
             created=stamp(int(now)),
         )
         for member in members:
@@ -366,7 +377,8 @@ def lose(api: FakeApiServer, name: str, with_node: bool) -> float:
         if with_node:
             api.delete("nodes", "", lost["spec"]["nodeName"])
     at = time.time()
-    replacement = gang_pods("train", 4, gpu=8, labels={QUEUE: "a"}, job="train")[int(name[-1])]
+    members = gang_pods("train", 4, gpu=8, labels={QUEUE: "a"}, owner=unsuspendable("train"))
+    replacement = members[int(name[-1])]
     api.put("pods", replacement)
     return at
 
@@ -379,7 +391,9 @@ def test_a_gang_that_lost_a_member_with_no_room_to_replace_it_is_evicted_after_t
         cluster(api) as kubelets,
         Extender(api, CONFIG, policy=lifecycle(staleGangGrace="3s")) as extender,
     ):
-        for member in gang_pods("train", 4, gpu=8, labels={QUEUE: "a"}, job="train"):
+        for member in gang_pods(
+            "train", 4, gpu=8, labels={QUEUE: "a"}, owner=unsuspendable("train")
+        ):
             api.put("pods", member)
         scheduler = KubeScheduler(api, extender)
         whole_gang(api, scheduler, kubelets)
@@ -411,7 +425,9 @@ def test_a_gang_that_lost_a_member_whose_replacement_fits_is_completed_not_evict
         cluster(api) as kubelets,
         Extender(api, CONFIG, policy=rules) as extender,
     ):
-        for member in gang_pods("train", 4, gpu=8, labels={QUEUE: "a"}, job="train"):
+        for member in gang_pods(
+            "train", 4, gpu=8, labels={QUEUE: "a"}, owner=unsuspendable("train")
+        ):
             api.put("pods", member)
         scheduler = KubeScheduler(api, extender)
         whole_gang(api, scheduler, kubelets)
