@@ -480,9 +480,9 @@ def test_a_job_past_its_max_runtime_is_evicted_whole_with_an_event_and_held(
                 if "maxRuntime" in e["message"]
             ]
 
-        wait_for(lambda: len([t for t in told_of() if t[1] == "Preempted"]) == 4)
+        wait_for(lambda: len([t for t in told_of() if t[1] == "MaxRuntimeExceeded"]) == 4)
         evictions = told_of()
-        assert sorted(evictions) == [(f"train-{i}", "Preempted") for i in range(4)], (
+        assert sorted(evictions) == [(f"train-{i}", "MaxRuntimeExceeded") for i in range(4)], (
             "one Event on each pod, and none saying a pod of the job preempts for it"
         )
         # the Job made new pods: they are held, saying why
