@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -100,6 +100,13 @@ class Kubelets(threading.Thread):
         self._done.set()
         self.join(2)
 
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 class JobController(threading.Thread):
     """Job `name` in queue `queue`: `size` pods of 8 GPUs (gang `name`, owned by a controller of
@@ -137,16 +144,12 @@ class JobController(threading.Thread):
         self.join(2)
 
 
-@contextlib.contextmanager
-def cluster(api: FakeApiServer, **trouble: dict[str, Any]) -> Iterator[Kubelets]:
-    """The kubelets, `trouble` for the pods it names (e.g. train-3's image cannot be pulled)."""
+def cluster(api: FakeApiServer, **trouble: dict[str, Any]) -> Kubelets:
+    """The kubelets (`with` runs them), `trouble` for the pods it names (e.g. train-3's image
+    cannot be pulled)."""
     kubelets = Kubelets(api)
     kubelets.trouble.update(trouble)
-    kubelets.start()
-    try:
-        yield kubelets
-    finally:
-        kubelets.stop()
+    return kubelets
 
 
 @contextlib.contextmanager

@@ -13,9 +13,7 @@ down (x0.01) and gangplank's durations are seconds; slow (`make test-slow`)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -62,15 +60,11 @@ class OnePodNeverReady(Kubelets):
         return {"ready": False, "waiting": "ImagePullBackOff"}
 
 
-@contextlib.contextmanager
-def kubelets(api: FakeApiServer, *broken: str) -> Iterator[OnePodNeverReady]:
+def kubelets(api: FakeApiServer, *broken: str) -> OnePodNeverReady:
+    """The kubelets (`with` runs them), one pod of each Job in `broken` never Ready."""
     nodes = OnePodNeverReady(api)
     nodes.broken.update(broken)
-    nodes.start()
-    try:
-        yield nodes
-    finally:
-        nodes.stop()
+    return nodes
 
 
 def suspend_flags(api: FakeApiServer) -> list[bool]:
