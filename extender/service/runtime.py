@@ -80,6 +80,7 @@ class Runtime:
         if policy is None and policy_path and Path(policy_path).exists():
             policy = load_policy(policy_path)
         self.scheduler = Engine(config, policy, scheduler_names)
+        self.scheduler.lifecycle.suspend_workloads = True  # carried out by `Suspensions` below
         # One lock for the decision state: a plan is made and read whole. Timed per holder.
         self.lock = DecisionLock(metrics.lock_hold)
         self.gc_pauses = GcPauses(metrics.gc_paused)

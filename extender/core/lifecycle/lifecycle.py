@@ -90,6 +90,9 @@ class Lifecycle:
         self._evicting: dict[str, str] = {}  # pod uid -> its requeued job, until it is gone
         self._before: dict[str, RequeueRecord | None] = {}  # requeued job -> its record before
         self._suspensions: list[Suspension] = []  # decided, not taken by the service yet
+        # Whether requeues go through the workload where its kind can be suspended: set by the
+        # service, which carries suspensions out; off, every requeue evicts (the simulator).
+        self.suspend_workloads = False
         self._resuming: dict[str, float] = {}  # job -> when its resume was last handed out
         self._reviewed = float("-inf")
         self.outcomes = LifecycleOutcomes()
@@ -163,7 +166,7 @@ class Lifecycle:
         owner = identity(finding.pods)
         what = f"evicted by gangplank: {job_name(key)} {TOLD[rule]}: {finding.reason}"
         if rule in REQUEUED:
-            workload = workload_of(finding.pods)
+            workload = workload_of(finding.pods) if self.suspend_workloads else None
             self._before[key] = self.requeues.get(key)
             self._evicting.update(dict.fromkeys((p.uid for p in finding.pods), key))
             record = self.requeues.requeue(

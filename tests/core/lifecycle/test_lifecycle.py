@@ -31,7 +31,9 @@ def policy(**lifecycle: Any) -> Any:
 
 
 def engine(**lifecycle: Any) -> Engine:
-    return Engine(GangConfig(), policy(**lifecycle))
+    co = Engine(GangConfig(), policy(**lifecycle))
+    co.lifecycle.suspend_workloads = True  # as the service sets it
+    return co
 
 
 def nodes(count: int = 4) -> list[dict[str, Any]]:
@@ -417,6 +419,14 @@ def test_a_suspension_refused_or_failed_undoes_the_requeue_and_the_job_runs_on()
     co.lifecycle.refused({uid for _, _, uid in suspension.pods})  # a PDB, a 403, a 404
     assert co.lifecycle.requeues.get(GANG) is None
     assert co.lifecycle.resumes_due(NOW + 86400) == [], "nothing to resume"
+
+
+def test_without_a_service_to_suspend_it_a_jobs_gang_is_evicted_as_before() -> None:
+    co = engine(readyTimeout="10m")
+    co.lifecycle.suspend_workloads = False  # the simulator's engine
+    cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    assert len(evicted(co)) == 4 and co.lifecycle.take_suspensions() == []
 
 
 def test_a_gang_of_bare_pods_is_still_requeued_by_evicting_its_pods() -> None:
