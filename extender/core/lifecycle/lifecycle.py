@@ -194,7 +194,10 @@ class Lifecycle:
 
     def resumes_due(self, now: float) -> list[Resume]:
         """The suspended workloads whose backoff is over, each handed out again only after
-        RESUME_RETRY_SECONDS while its resume has not been done."""
+        RESUME_RETRY_SECONDS while its resume has not been done; none before the kept records
+        are read (this replica may remember one the leader since resumed)."""
+        if not self.requeues.known:
+            return []
         due = []
         for record in self.requeues.resumes_due(now):
             if now - self._resuming.get(record.job, float("-inf")) < RESUME_RETRY_SECONDS:

@@ -372,6 +372,16 @@ def test_a_jobs_gang_not_ready_is_requeued_by_suspending_the_job_not_by_evicting
     assert co.lifecycle.resumes_due(NOW + 11 * 60 + 70) == []
 
 
+def test_no_workload_is_resumed_before_the_kept_records_are_read() -> None:
+    co = engine(readyTimeout="10m", requeue={"backoff": "1m", "maxBackoff": "1h", "limit": 3})
+    cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    co.lifecycle.requeues.known = False  # the Lease taken again: the records are read again
+    assert co.lifecycle.resumes_due(NOW + 3600) == []
+    co.lifecycle.requeues.load({})  # the leader meanwhile resumed it and the job finished
+    assert co.lifecycle.resumes_due(NOW + 3600) == []
+
+
 def test_a_resume_that_failed_is_handed_out_again_a_few_seconds_later() -> None:
     co = engine(readyTimeout="10m", requeue={"backoff": "1m", "maxBackoff": "1h", "limit": 3})
     cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
