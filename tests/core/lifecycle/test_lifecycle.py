@@ -376,6 +376,7 @@ def test_no_workload_is_resumed_before_the_kept_records_are_read() -> None:
     co = engine(readyTimeout="10m", requeue={"backoff": "1m", "maxBackoff": "1h", "limit": 3})
     cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
     co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    co.lifecycle.requeues.take_changes()  # kept in the ConfigMap
     co.lifecycle.requeues.known = False  # the Lease taken again: the records are read again
     assert co.lifecycle.resumes_due(NOW + 3600) == []
     co.lifecycle.requeues.load({})  # the leader meanwhile resumed it and the job finished
