@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from extender.core.lifecycle.workloads import JOBSET_NAME, Workload
+from extender.core.lifecycle.workloads import JOBSET_NAME, Workload, workload_of
 from extender.core.model.keys import job_name
 from extender.core.model.quantity import format_age
 from extender.core.model.snapshot import PodInfo
@@ -217,9 +217,23 @@ class Requeues:
 def identity(pods: Sequence[PodInfo]) -> str:
     """What stays the same while a job's controller recreates its pods, and changes when a
     person recreates the job: the owning JobSet (its child Jobs are recreated on each restart,
-    with new uids), else the uid of the pods' controller ("": none)."""
+    with new uids); the uid of the workload gangplank suspends it through where the pods name it
+    as their controller (an MPIJob's workers, not its launcher's Job), else the workload itself
+    (a RayJob: each resume makes a new RayCluster); else the uid of the pods' controller ("":
+    none)."""
     for pod in pods:
         jobset = pod.labels.get(JOBSET_NAME)
         if jobset:
             return f"jobset:{pod.namespace}/{jobset}"
+    workload = workload_of(pods)
+    if workload is not None:
+        own = sorted(
+            p.owner.uid
+            for p in pods
+            if p.owner is not None
+            and (p.owner.kind, p.owner.name) == (workload.kind, workload.name)
+        )
+        if own:
+            return own[0]
+        return f"{workload.kind.lower()}:{workload.namespace}/{workload.name}"
     return next((p.owner.uid for p in pods if p.owner is not None), "")
