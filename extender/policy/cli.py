@@ -14,7 +14,7 @@ from extender.core.queues.lifecycle import describe_lifecycle
 from extender.core.queues.policy import Policy, describe_amounts
 from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.policy.file import load_policy, strict_load_all
-from extender.policy.importer import ImportRefused, import_sources
+from extender.policy.importing import ImportRefused, import_sources
 
 
 def summary(policy: Policy) -> list[str]:

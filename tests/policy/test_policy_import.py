@@ -20,7 +20,7 @@ from extender.cli.main import main
 from extender.core.engine import Engine
 from extender.core.queues.policy_parse import parse_policy
 from extender.kube.convert import pod_from_api
-from extender.policy.importer import ImportRefused, import_manifests, import_sources
+from extender.policy.importing import ImportRefused, import_manifests, import_sources
 from tests.builders import node, pod
 from tests.cluster import Cluster
 
