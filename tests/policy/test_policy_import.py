@@ -416,3 +416,45 @@ def test_import_of_nothing_it_knows_exits_2(
     empty.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     assert main(["policy", "import", str(empty)]) == 2
     assert "no Kueue or Volcano queues found" in capsys.readouterr().err
+
+
+# ---- YAML mistakes: the file and the line, in words ---------------------------------------
+
+YAML_MISTAKES = [
+    (
+        "a tab indenting a line",
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n\tname: team\n",
+        "{path}:4: a tab indents this line; YAML cannot be indented with tabs: indent it with "
+        "spaces\n",
+    ),
+    (
+        "a tab among the spaces of a nested map",
+        "queues:\n  - name: team\n    max:\n  \t  cpu: 4\n",
+        "{path}:4: a tab indents this line; YAML cannot be indented with tabs: indent it with "
+        "spaces\n",
+    ),
+    (
+        "a list left open",
+        "queues: [\n",
+        "{path}:2:1: not valid YAML: did not find expected node content (while parsing a flow "
+        "node that starts on line 2)\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("command", ["import", "check"])
+@pytest.mark.parametrize(
+    "text,message",
+    [m[1:] for m in YAML_MISTAKES],
+    ids=[f"{m[0]} is named by file and line" for m in YAML_MISTAKES],
+)
+def test_a_yaml_mistake_is_named_by_its_file_and_line_by_import_and_check_alike(
+    tmp_path: Path, command: str, text: str, message: str
+) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(text)
+    done = gangplank("policy", command, str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    prefix = "gangplank policy import: " if command == "import" else "invalid: "
+    assert done.stderr == prefix + message.format(path=path)
+    assert "<unicode string>" not in done.stderr
