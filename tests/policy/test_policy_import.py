@@ -58,6 +58,8 @@ class Upstream:
     queues: dict[str, dict[str, Any]]
     mapped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    top: dict[str, Any] = field(default_factory=dict)  # the policy's other fields, whole
+    quiet: bool = False  # nothing at all to report as not mapped
 
 
 NO_RECLAIM = {"withinQueue": False, "reclaimable": False}
@@ -67,7 +69,7 @@ CORPUS = [
         {
             "cluster-queue": {
                 "guarantee": {"cpu": "9", "memory": "36Gi", "pods": "5"},
-                "max": {"cpu": "9", "memory": "36Gi", "pods": "5"},
+                "max": {"cpu": "9", "memory": "36Gi", "nvidia.com/gpu": "0", "pods": "5"},
                 "aliases": ["default/user-queue"],
                 "preemption": NO_RECLAIM,
             }
@@ -79,18 +81,17 @@ CORPUS = [
             "its nominal quota",
             "ClusterQueue cluster-queue: withinQueue: false (withinClusterQueue Never, Kueue's "
             "default), reclaimable: false (in no cohort)",
+            "ClusterQueue cluster-queue: namespaceSelector {} (every namespace): no namespace is "
+            "kept out, as in Kueue",
         ],
-        notes=[
-            "ResourceFlavor default-flavor (kueue.x-k8s.io/v1beta1) skipped",
-            "ClusterQueue cluster-queue: namespaceSelector {} (every namespace) not mapped",
-        ],
+        quiet=True,
     ),
     Upstream(
         "kueue/shared-quota-setup.yaml",
         {
             "team-cluster-queue": {
                 "guarantee": {"cpu": "18"},
-                "max": {"cpu": "18"},
+                "max": {"cpu": "18", "nvidia.com/gpu": "0"},
                 "aliases": ["default/team-queue"],
             }
         },
@@ -98,6 +99,10 @@ CORPUS = [
             "ClusterQueue team-cluster-queue: cpu_credits left out: no pod asks for it (a virtual "
             "resource",
             "ClusterQueue team-cluster-queue: flavors on-demand, spot merged into one quota",
+            "ClusterQueue team-cluster-queue: dropping cpu_credits raises the cap on cpu: with "
+            "one cpu_credits per cpu (Kueue's resource transformation, in its Configuration, not "
+            "in this input), Kueue admitted cpu 14 over all flavors together; imported, max cpu "
+            "is 18 (set max cpu: 14 to keep Kueue's cap)",
         ],
     ),
     Upstream(
@@ -150,6 +155,100 @@ CORPUS = [
             "ClusterQueue team-a-cq: reclaim differs: in gangplank every queue reclaims what this "
             "one borrows, at any priority; in Kueue only batch-cq LowerPriority",
         ],
+    ),
+    Upstream(
+        "kueue/cohort-coverage.yaml",
+        {
+            "research": {
+                "guarantee": {"cpu": "48", "memory": "192Gi", "nvidia.com/gpu": "12"},
+                "max": {"cpu": "48", "memory": "192Gi", "nvidia.com/gpu": "12"},
+            },
+            "gpu-team": {"parent": "research", "max": None, "aliases": ["default/adhoc"]},
+            "cpu-team": {
+                "parent": "research",
+                "guarantee": {"cpu": "32", "memory": "128Gi"},
+                "max": {"nvidia.com/gpu": "0"},
+                "namespaces": ["data"],
+            },
+            "paused": {
+                "parent": "research",
+                "guarantee": None,
+                "max": {"cpu": "0", "memory": "0", "nvidia.com/gpu": "0"},
+            },
+            "unselected": {
+                "state": "closed",
+                "max": {"cpu": "4", "memory": "0", "nvidia.com/gpu": "0"},
+            },
+        },
+        mapped=[
+            "ClusterQueue cpu-team: covers cpu, memory only: max 0 of nvidia.com/gpu (Kueue "
+            "admits no workload that asks for a resource its ClusterQueue does not cover, nor "
+            "lends it one from its cohort)",
+            "ClusterQueue unselected: covers cpu only: max 0 of memory, nvidia.com/gpu (Kueue "
+            "admits no workload that asks for a resource its ClusterQueue does not cover)",
+            "ClusterQueue paused: no resourceGroups, so Kueue admits nothing to it: max 0 of cpu, "
+            "memory, nvidia.com/gpu",
+            "ClusterQueue unselected: no namespaceSelector, so Kueue admits workloads from no "
+            "namespace (a missing selector matches none): state closed",
+            "ClusterQueue gpu-team: namespaceSelector {} (every namespace): no namespace is kept "
+            "out, as in Kueue",
+        ],
+        notes=[
+            "Cohort archive: no ClusterQueue in it or under it, so nothing is admitted through "
+            "it: dropped (as a queue it would take work with no max); its quota nvidia.com/gpu 4 "
+            "is added to Cohort research's, which its tree borrows as in Kueue",
+            "Cohort spare: no ClusterQueue in it or under it, so nothing is admitted through it: "
+            "dropped (as a queue it would take work with no max); its quota cpu 8 served no "
+            "ClusterQueue",
+            "LocalQueue default/adhoc: no metadata.namespace: taken as namespace default (kubectl "
+            "apply would put it in the namespace of your context); set metadata.namespace to the "
+            "namespace of its pods",
+        ],
+    ),
+    Upstream(
+        "kueue/tas-gpu-queues.yaml",
+        {
+            "tas-cluster-queue": {
+                "guarantee": {"cpu": "100", "memory": "100Gi", "nvidia.com/gpu": "16"},
+                "aliases": ["default/tas-user-queue"],
+            }
+        },
+        top={
+            "topology": {
+                "tiers": [
+                    {"name": "host", "labels": ["kubernetes.io/hostname"]},
+                    {"name": "rack", "labels": ["cloud.provider.com/topology-rack"]},
+                    {"name": "block", "labels": ["cloud.provider.com/topology-block"]},
+                ]
+            }
+        },
+        mapped=[
+            "Topology default: levels -> topology.tiers host, rack, block (narrowest first, "
+            "in place of gangplank's default tiers; Kueue's podset-required-topology and "
+            "podset-preferred-topology annotations name these node labels and are read as they "
+            "are)",
+        ],
+        notes=[
+            "ResourceFlavor tas-flavor: nodeLabels cloud.provider.com/node-group=tas-group no "
+            "longer steer pods (Kueue gave them as a nodeSelector to the pods it admitted on this "
+            "flavor): give the workloads a nodeSelector or node affinity on them (a gangplank "
+            "policy has no node rules)",
+            "ResourceFlavor tas-flavor: tolerations nvidia.com/gpu Exists NoSchedule no longer "
+            "reach pods (Kueue added them to the pods it admitted on this flavor): add them to "
+            "the workloads' pod templates",
+        ],
+    ),
+    Upstream(
+        "kueue/kubectl-get-defaults.yaml",
+        {
+            "cluster-queue": {
+                "guarantee": {"cpu": "9", "memory": "36Gi"},
+                "max": {"cpu": "9", "memory": "36Gi", "nvidia.com/gpu": "0"},
+                "aliases": ["default/user-queue"],
+                "preemption": NO_RECLAIM,
+            }
+        },
+        quiet=True,
     ),
     Upstream(
         "volcano/hierarchical-jobs-queues.yaml",
@@ -213,6 +312,9 @@ def test_an_upstream_example_is_imported_with_what_it_maps_and_what_it_reports(
     for note in case.notes:
         assert f"not mapped: {note}" in err, note
         assert f"#   - {note}" in out, note
+    assert {k: doc.get(k) for k in case.top} == case.top
+    if case.quiet:
+        assert "not mapped" not in err and "# Not mapped" not in out, err
 
 
 def test_every_upstream_shaped_file_says_which_upstream_example_it_mirrors() -> None:
@@ -355,7 +457,7 @@ def test_an_imported_pods_quota_holds_the_queue_to_that_many_pods(
 def test_kueue_cluster_queues_cohorts_and_local_queues_become_a_valid_policy(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, doc, err = run(capsys, str(DATA / "kueue.yaml"))
+    code, doc, out, err = run_text(capsys, str(DATA / "kueue.yaml"))
     assert code == 0, err
     policy = parse_policy(doc)
     team_a = policy.queues["team-a-cq"]
@@ -373,9 +475,9 @@ def test_kueue_cluster_queues_cohorts_and_local_queues_become_a_valid_policy(
         "flavors a100, h100 merged",
         "lendingLimit of nvidia.com/gpu not mapped",
         "stopPolicy HoldAndDrain became state closed",
-        "namespaceSelector {} (every namespace) not mapped",
     ):
         assert note in err
+    assert "ClusterQueue team-b-cq: namespaceSelector {} (every namespace): no namespace" in out
 
 
 def test_volcano_queues_become_a_valid_policy_with_their_tree_weights_and_states(
@@ -458,3 +560,36 @@ def test_a_yaml_mistake_is_named_by_its_file_and_line_by_import_and_check_alike(
     prefix = "gangplank policy import: " if command == "import" else "invalid: "
     assert done.stderr == prefix + message.format(path=path)
     assert "<unicode string>" not in done.stderr
+
+
+def test_a_credit_covered_with_cpu_in_one_group_names_the_cap_it_was_and_the_one_it_is() -> None:
+    flavors = [
+        {"name": name, "resources": [{"name": "cpu", "nominalQuota": cpu}, credits]}
+        for name, cpu, credits in (
+            ("on-demand", 10, {"name": "cpu_credits", "nominalQuota": 12}),
+            ("spot", 6, {"name": "cpu_credits", "nominalQuota": "0"}),
+        )
+    ]
+    group = [{"coveredResources": ["cpu", "cpu_credits"], "flavors": flavors}]
+    imported = import_manifests([cluster_queue("cq", resourceGroups=group, namespaceSelector={})])
+    assert imported.queues["cq"]["max"] == {"cpu": "16", "nvidia.com/gpu": "0"}
+    assert (
+        "ClusterQueue cq: dropping cpu_credits raises the cap on cpu: with one cpu_credits per "
+        "cpu (Kueue's resource transformation, in its Configuration, not in this input), Kueue "
+        "admitted cpu 12 over all flavors together; imported, max cpu is 16 (set max cpu: 12 to "
+        "keep Kueue's cap)"
+    ) in imported.notes
+
+
+def test_a_cpu_only_cluster_queue_of_a_cohort_cannot_borrow_the_gpus_of_its_cohort(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, doc, _ = run(capsys, str(UPSTREAM / "kueue/cohort-coverage.yaml"))
+    engine = Engine(policy=parse_policy(doc))
+    cluster = Cluster(nodes=[node("n0", cpu="64", gpu=8)])
+    asks = pod("trainer", namespace="data", gpu=1, labels={"gangplank.io/queue": "cpu-team"})
+    result = engine.filter(cluster.snap(), pod_from_api(asks), ["n0"], 0.0)
+    assert not result.passed
+    assert "queue cpu-team: nvidia.com/gpu" in set(result.unresolvable.values()).pop()
+    plain = pod("etl", namespace="data", labels={"gangplank.io/queue": "cpu-team"})
+    assert engine.filter(cluster.snap(), pod_from_api(plain), ["n0"], 0.0).passed

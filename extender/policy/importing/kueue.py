@@ -14,21 +14,34 @@ from __future__ import annotations
 from typing import Any
 
 from extender.policy.importing.kueue_cohorts import (
-    Cohort,
     add_cohorts,
-    cohort,
     cohort_names,
-    cohort_of,
+    cohort_tree,
     fair_weight,
     tree_top,
 )
+from extender.policy.importing.kueue_nodes import import_nodes
 from extender.policy.importing.kueue_preemption import preemption
-from extender.policy.importing.kueue_quota import kueue_groups
-from extender.policy.importing.result import Imported, Manifest, dns, put, unmapped, written
+from extender.policy.importing.kueue_quota import (
+    credit_caps,
+    kueue_groups,
+    named_resources,
+    not_covered,
+)
+from extender.policy.importing.result import (
+    Imported,
+    Manifest,
+    cohort_of,
+    dns,
+    put,
+    unmapped,
+    written,
+)
 
 NAME_LABEL = "kubernetes.io/metadata.name"
 # Spec fields each kind maps (any other is listed as not mapped).
 CLUSTER_QUEUE_KEYS = {
+    "excludeResourcePrefixes",
     "cohort",
     "cohortName",
     "resourceGroups",
@@ -39,6 +52,13 @@ CLUSTER_QUEUE_KEYS = {
     "queueingStrategy",
 }
 LOCAL_QUEUE_KEYS = {"clusterQueue", "fairSharing", "stopPolicy"}
+# What Kueue's API fills in (apis/kueue/v1beta1/clusterqueue_types.go): a dump has them all.
+DEFAULTS: dict[str, Any] = {
+    "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+    "queueingStrategy": "BestEffortFIFO",
+    "stopPolicy": "None",
+}
+OLD_NAMES = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}  # deprecated spellings
 # Why a field has no counterpart, where a word helps.
 WHY_NOT = {
     "admissionScope": "gangplank orders a queue's jobs by priority, then age, not by usage",
@@ -48,16 +68,32 @@ WHY_NOT = {
 }
 
 
-def _namespaces(obj: Manifest, out: Imported) -> list[str]:
-    selector = obj.spec.get("namespaceSelector")
-    if selector is None:
-        return []
-    if selector == {}:
-        out.notes.append(
-            f"{obj.where}: namespaceSelector {{}} (every namespace) not mapped; pods name the "
-            "queue by label, or list namespaces under `namespaces`"
+def _defaulted(key: str, value: Any) -> bool:
+    """The value Kueue gives the field when it is not set (a missing half of flavorFungibility
+    being its default too)."""
+    default = DEFAULTS.get(key)
+    if isinstance(default, dict) and isinstance(value, dict):
+        return {**default, **{k: OLD_NAMES.get(v, v) for k, v in value.items()}} == default
+    return default is not None and value == default
+
+
+def _namespaces(obj: Manifest, queue: dict[str, Any], out: Imported) -> None:
+    """Kueue's namespaceSelector: missing matches no namespace (nothing is admitted: closed),
+    `{}` every namespace (nothing to keep out), `kubernetes.io/metadata.name` -> namespaces."""
+    if "namespaceSelector" not in obj.spec or obj.spec["namespaceSelector"] is None:
+        queue["state"] = "closed"
+        out.mapped.append(
+            f"{obj.where}: no namespaceSelector, so Kueue admits workloads from no namespace (a "
+            "missing selector matches none): state closed"
         )
-        return []
+        return
+    selector = obj.spec["namespaceSelector"]
+    if selector == {}:
+        out.mapped.append(
+            f"{obj.where}: namespaceSelector {{}} (every namespace): no namespace is kept out, "
+            "as in Kueue"
+        )
+        return
     found: list[str] = []
     for key, value in (selector.get("matchLabels") or {}).items():
         if key == NAME_LABEL:
@@ -69,7 +105,8 @@ def _namespaces(obj: Manifest, out: Imported) -> list[str]:
             found += [str(v) for v in expr.get("values") or []]
         else:
             out.notes.append(f"{obj.where}: namespaceSelector expression {expr} not mapped")
-    return found
+    if found:
+        queue["namespaces"] = found
 
 
 def _state(obj: Manifest, queue: dict[str, Any], out: Imported) -> None:
@@ -92,57 +129,51 @@ def _strategy(obj: Manifest, out: Imported) -> None:
             f"{obj.where}: queueingStrategy StrictFIFO not mapped (gangplank starts a later job "
             "that fits without delaying the first: BestEffortFIFO with a hold for the first)"
         )
-    elif strategy:
-        out.mapped.append(
-            f"{obj.where}: queueingStrategy {strategy} is gangplank's order (priority, then age)"
-        )
 
 
-def _cluster_queue(obj: Manifest, out: Imported) -> tuple[dict[str, Any], dict[str, int]]:
-    nominal, ceiling = kueue_groups(obj, out)
+def _cluster_queue(
+    obj: Manifest, named: set[str], out: Imported
+) -> tuple[dict[str, Any], dict[str, int]]:
+    quota = kueue_groups(obj, out)
+    nominal, ceiling = quota.nominal, quota.ceiling
     queue: dict[str, Any] = {"name": dns(obj.name)}
-    cohort = obj.spec.get("cohort") or obj.spec.get("cohortName")
+    cohort = cohort_of(obj)
     if cohort:
-        queue["parent"] = str(cohort)  # a cohort's name; made a queue's name later
+        queue["parent"] = cohort  # a cohort's name; made a queue's name later
     elif nominal:
         ceiling = dict(nominal)
         out.mapped.append(
             f"{obj.where}: in no cohort, so Kueue lets it borrow nothing: max = its nominal quota"
         )
+    not_covered(obj, quota, named, ceiling, out)
+    credit_caps(obj, quota, ceiling, out)
     fair_weight(obj, queue, out)
     if nominal:
         queue["guarantee"] = written(nominal)
     if ceiling:
         queue["max"] = written(ceiling)
     _state(obj, queue, out)
-    namespaces = _namespaces(obj, out)
-    if namespaces:
-        queue["namespaces"] = namespaces
+    _namespaces(obj, queue, out)
     _strategy(obj, out)
-    unmapped(obj, CLUSTER_QUEUE_KEYS, out, WHY_NOT, {})
+    unmapped(obj, CLUSTER_QUEUE_KEYS, out, WHY_NOT, _defaulted)
     return queue, nominal
 
 
 def import_kueue(objects: list[Manifest], out: Imported) -> None:
+    named = named_resources(o for o in objects if o.kind in ("ClusterQueue", "Cohort"))
+    named |= {r for q in out.queues.values() for k in ("guarantee", "max") for r in q.get(k, {})}
     cqs: list[tuple[Manifest, dict[str, Any]]] = []
     nominals: dict[str, dict[str, int]] = {}
     members: dict[str, list[str]] = {}  # cohort -> its ClusterQueues' queues
-    cohorts: dict[str, Cohort] = {}
     for obj in objects:
         if obj.kind == "ClusterQueue":
-            queue, nominal = _cluster_queue(obj, out)
+            queue, nominal = _cluster_queue(obj, named, out)
             cqs.append((obj, queue))
             nominals[queue["name"]] = nominal
             if "parent" in queue:
                 members.setdefault(queue["parent"], []).append(queue["name"])
             put(out, queue, obj.where)
-        elif obj.kind == "Cohort":
-            cohorts[obj.name] = cohort(obj, out)
-    for name in members:  # cohorts named only by a ClusterQueue
-        cohorts.setdefault(name, Cohort(name, f"Cohort {name}"))
-    for entry in list(cohorts.values()):  # and parents named only by a Cohort
-        if entry.parent is not None:
-            cohorts.setdefault(entry.parent, Cohort(entry.parent, f"Cohort {entry.parent}"))
+    cohorts = cohort_tree([o for o in objects if o.kind == "Cohort"], members, out)
     names = cohort_names(cohorts, out)
     for _, queue in cqs:
         if "parent" in queue:
@@ -153,6 +184,7 @@ def import_kueue(objects: list[Manifest], out: Imported) -> None:
     for obj in objects:
         if obj.kind == "LocalQueue":
             _local_queue(obj, out)
+    import_nodes(objects, out)
 
 
 def _local_queue(obj: Manifest, out: Imported) -> None:
@@ -161,6 +193,13 @@ def _local_queue(obj: Manifest, out: Imported) -> None:
         out.notes.append(f"{obj.where}: its ClusterQueue {target} is not in the input")
         return
     out.queues[target].setdefault("aliases", []).append(obj.name)
+    if not (obj.doc.get("metadata") or {}).get("namespace"):
+        namespace = obj.name.split("/")[0]
+        out.notes.append(
+            f"{obj.where}: no metadata.namespace: taken as namespace {namespace} (kubectl apply "
+            "would put it in the namespace of your context); set metadata.namespace to the "
+            "namespace of its pods"
+        )
     weight = (obj.spec.get("fairSharing") or {}).get("weight")
     if weight is not None:
         out.notes.append(
@@ -170,4 +209,4 @@ def _local_queue(obj: Manifest, out: Imported) -> None:
     stop = obj.spec.get("stopPolicy")
     if stop and stop != "None":
         out.notes.append(f"{obj.where}: stopPolicy {stop} not mapped (an alias has no state)")
-    unmapped(obj, LOCAL_QUEUE_KEYS, out, WHY_NOT, {})
+    unmapped(obj, LOCAL_QUEUE_KEYS, out, WHY_NOT)

@@ -15,6 +15,7 @@ from extender.policy.importing.result import (
     Imported,
     ImportRefused,
     Manifest,
+    describe,
     dns,
     number,
     put,
@@ -52,19 +53,63 @@ class Cohort:
     queue: dict[str, Any] = field(default_factory=dict)
 
 
-def cohort(obj: Manifest, out: Imported) -> Cohort:
-    own, ceiling = kueue_groups(obj, out)
+def _cohort(obj: Manifest, out: Imported) -> Cohort:
+    quota = kueue_groups(obj, out)
+    for credit in quota.credits:
+        out.notes.append(
+            f"{obj.where}: dropping {credit} lifts the cap it put, in the cohort's tree, on the "
+            "resources Kueue's resource transformation derives it from"
+        )
+    own, ceiling = quota.nominal, quota.ceiling
     parent = obj.spec.get("parentName") or obj.spec.get("parent")
     entry = Cohort(obj.name, obj.where, str(parent) if parent else None, own)
     entry.extra = {k: v - own.get(k, 0) for k, v in ceiling.items()}
     fair_weight(obj, entry.queue, out)
-    unmapped(obj, COHORT_KEYS, out, {}, {})
+    unmapped(obj, COHORT_KEYS, out)
     return entry
 
 
-def cohort_of(obj: Manifest) -> str | None:
-    cohort = obj.spec.get("cohort") or obj.spec.get("cohortName")
-    return str(cohort) if cohort else None
+def cohort_tree(
+    objects: list[Manifest], members: Mapping[str, list[str]], out: Imported
+) -> dict[str, Cohort]:
+    """The cohorts that hold a ClusterQueue, in them or under them: the Cohort objects, the
+    cohorts ClusterQueues name and the parents Cohorts name. A cohort that holds none admits
+    nothing in Kueue (as a gangplank queue it would be a leaf that takes work with no max): it
+    is dropped, its own quota added to the nearest cohort above it that is kept."""
+    cohorts = {obj.name: _cohort(obj, out) for obj in objects}
+    for name in members:  # cohorts named only by a ClusterQueue
+        cohorts.setdefault(name, Cohort(name, f"Cohort {name}"))
+    for entry in list(cohorts.values()):  # and parents named only by a Cohort
+        if entry.parent is not None:
+            cohorts.setdefault(entry.parent, Cohort(entry.parent, f"Cohort {entry.parent}"))
+    kept = set(members)
+    for name in members:  # and every cohort above one that holds a ClusterQueue
+        while (name := cohorts[name].parent or "") and name not in kept:
+            kept.add(name)
+    parents = {name: entry.parent for name, entry in cohorts.items()}
+    for name, entry in list(cohorts.items()):
+        if name in kept:
+            continue
+        del cohorts[name]
+        why = (
+            f"{entry.where}: no ClusterQueue in it or under it, so nothing is admitted through "
+            "it: dropped (as a queue it would take work with no max)"
+        )
+        above, seen = entry.parent, {name}
+        while above is not None and above not in kept and above not in seen:
+            seen.add(above)
+            above = parents.get(above)
+        if not entry.own:
+            out.notes.append(why)
+        elif above is not None and above in kept:
+            cohorts[above].own = total((cohorts[above].own, entry.own))
+            out.notes.append(
+                f"{why}; its quota {describe(entry.own)} is added to Cohort {above}'s, which its "
+                "tree borrows as in Kueue"
+            )
+        else:
+            out.notes.append(f"{why}; its quota {describe(entry.own)} served no ClusterQueue")
+    return cohorts
 
 
 def cohort_names(cohorts: Mapping[str, Cohort], out: Imported) -> dict[str, str]:

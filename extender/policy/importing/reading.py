@@ -13,8 +13,13 @@ KINDS = {
     ("kueue.x-k8s.io", "ClusterQueue"),
     ("kueue.x-k8s.io", "Cohort"),
     ("kueue.x-k8s.io", "LocalQueue"),
+    ("kueue.x-k8s.io", "ResourceFlavor"),
+    ("kueue.x-k8s.io", "Topology"),
     ("scheduling.volcano.sh", "Queue"),
 }
+
+
+NODES = ("ResourceFlavor", "Topology")
 
 
 def _objects(source: str, documents: Iterable[Any], out: Imported) -> Iterable[Manifest]:
@@ -37,12 +42,18 @@ def _objects(source: str, documents: Iterable[Any], out: Imported) -> Iterable[M
         yield Manifest(source, kind, name, spec if isinstance(spec, Mapping) else {}, doc)
 
 
-def _refuse_twice(objects: list[Manifest]) -> None:
-    """The same object twice, or two objects that would be one queue: refused, naming both."""
+def _once(objects: list[Manifest]) -> list[Manifest]:
+    """Each object once. The same queue or cohort twice, or two objects that would be one
+    queue, is refused, naming both places; a ResourceFlavor or Topology given twice alike (every
+    example of Kueue's has its `default-flavor`) is read once."""
     seen: dict[tuple[str, str], Manifest] = {}
     queues: dict[str, Manifest] = {}
+    once: list[Manifest] = []
     for obj in objects:
         first = seen.setdefault((obj.kind, obj.name), obj)
+        if first is not obj and obj.kind in NODES and first.spec == obj.spec:
+            continue
+        once.append(obj)
         if first is not obj:
             where = (
                 f"twice in {obj.source}"
@@ -57,13 +68,14 @@ def _refuse_twice(objects: list[Manifest]) -> None:
                     f"{other.where} ({other.source}) and {obj.where} ({obj.source}) would both "
                     f"be queue {dns(obj.name)}"
                 )
+    return once
 
 
 def import_sources(sources: Iterable[tuple[str, Iterable[Any]]]) -> Imported:
     """The policy for the Kueue and Volcano objects of each (file name, its documents)."""
     out = Imported()
     objects = [obj for source, documents in sources for obj in _objects(source, documents, out)]
-    _refuse_twice(objects)
+    objects = _once(objects)
     import_volcano([o for o in objects if o.kind == "Queue"], out)
     import_kueue([o for o in objects if o.kind != "Queue"], out)
     out.notes = list(dict.fromkeys(out.notes))

@@ -5,7 +5,7 @@ them and as a person writes them."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,12 @@ class Manifest:
         return (self.doc.get("metadata") or {}).get("annotations") or {}
 
 
+def cohort_of(obj: Manifest) -> str | None:
+    """The cohort a Kueue ClusterQueue names (`cohort`, v1beta2's `cohortName`)."""
+    cohort = obj.spec.get("cohort") or obj.spec.get("cohortName")
+    return str(cohort) if cohort else None
+
+
 def dns(name: str) -> str:
     """A name as a queue's name (a DNS label)."""
     cleaned = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
@@ -116,6 +122,11 @@ def written(amounts: Mapping[str, int]) -> dict[str, str]:
     return out
 
 
+def describe(amounts: Mapping[str, int]) -> str:
+    """Amounts in words: `cpu 8, nvidia.com/gpu 4`."""
+    return ", ".join(f"{r} {v}" for r, v in written(amounts).items())
+
+
 def number(value: Any) -> float | None:
     """A quantity ("2", "500m", 0.75) as a number, int when whole; None if not one."""
     try:
@@ -129,13 +140,14 @@ def unmapped(
     obj: Manifest,
     handled: set[str],
     out: Imported,
-    why_not: Mapping[str, str],
-    defaults: Mapping[str, Any],
+    why_not: Mapping[str, str] | None = None,
+    defaulted: Callable[[str, Any], bool] = lambda key, value: False,
 ) -> None:
     """A note for each spec field the importer does not handle, unless it is empty or the value
     the source's API gives it by default (a `kubectl get -o yaml` dump writes them all)."""
+    why_not = why_not or {}
     for key, value in obj.spec.items():
-        if key in handled or value in (None, {}, [], "") or defaults.get(key) == value:
+        if key in handled or value in (None, {}, [], "") or defaulted(key, value):
             continue
         why = f" ({why_not[key]})" if key in why_not else ""
         out.notes.append(f"{obj.where}: {key} not mapped{why}")

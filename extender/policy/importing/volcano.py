@@ -49,7 +49,7 @@ def volcano_queue(obj: Manifest, out: Imported) -> dict[str, Any]:
         queue["state"] = "closed" if state == "Closed" else "draining"
     if spec.get("reclaimable") is False:
         queue["preemption"] = {"reclaimable": False}
-    unmapped(obj, VOLCANO_KEYS, out, {}, {})
+    unmapped(obj, VOLCANO_KEYS, out)
     for key, value in obj.annotations.items():
         if key == DEQUEUE and value == "traverse":
             out.mapped.append(f"{obj.where}: {key} traverse is gangplank's order (with backfill)")
