@@ -280,6 +280,29 @@ CORPUS = [
         notes=["Queue eng-backend: guarantee.resource not mapped; deserved is used"],
     ),
     Upstream(
+        "volcano/kubectl-get-queues.yaml",
+        {
+            "default": {"weight": 1, "preemption": None},
+            "prod": {"weight": 4, "max": {"nvidia.com/gpu": "32"}},
+            "batch": {"weight": 1},
+        },
+        notes=[
+            "Queues default, prod, batch: weights 1, 4, 1 are shares of the cluster in Volcano's "
+            "proportion plugin (each queue deserved 1/6, 4/6, 1/6 of it, up to its capability, "
+            "and got back what others borrowed of that); in gangplank a weight orders admission "
+            "between sibling queues (dominant share against weight) and guarantees nothing: "
+            "give a queue a guarantee for the share it must get",
+            "Queue prod: priority 100 not mapped (in Volcano a queue of higher priority is "
+            "scheduled first and reclaimed from last; gangplank orders queues by their share "
+            "against their weight, and reclaims what any queue borrowed beyond its guarantee: "
+            "give the queue a larger weight or a guarantee, and preemption.reclaimable: false "
+            "to keep what it borrows)",
+            "Queue batch: dequeueStrategy fifo not mapped (in Volcano a job at the head of the "
+            "queue that cannot start holds back every job behind it; gangplank starts a later "
+            "job that fits without delaying the first)",
+        ],
+    ),
+    Upstream(
         "volcano/dequeue-strategies-queues.yaml",
         {
             name: {"weight": 10, "max": {"cpu": "4", "memory": "8Gi"}}

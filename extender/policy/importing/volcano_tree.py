@@ -9,7 +9,12 @@ from decimal import Decimal
 from typing import Any
 
 from extender.policy.importing.result import Imported, ImportRefused, Manifest, dns, put
-from extender.policy.importing.volcano import HIERARCHY, HIERARCHY_WEIGHTS, volcano_queue
+from extender.policy.importing.volcano import (
+    HIERARCHY,
+    HIERARCHY_WEIGHTS,
+    spec_weight,
+    volcano_queue,
+)
 
 ROOT = "root"
 
@@ -81,6 +86,35 @@ class _Tree:
         return (*self.path(parent, out, (*seen, obj.name)), obj.name)
 
 
+def _shares(tree: _Tree, objects: list[Manifest], out: Imported) -> None:
+    """Volcano's proportion plugin makes a queue's weight its deserved share of the cluster
+    among its siblings; gangplank's weight only orders admission. Said once per set of siblings
+    (not where `deserved` is written: the capacity plugin's, whose weights give no share; nor for
+    hierarchical DRF's weights, which are fair-share weights like gangplank's)."""
+    if any(o.spec.get("deserved") for o in objects):
+        return
+    siblings: dict[tuple[str, ...], list[Manifest]] = {}
+    for obj in objects:
+        path = tree.paths.get(obj.name, ())
+        annotated = obj.annotations.get(HIERARCHY) and obj.annotations.get(HIERARCHY_WEIGHTS)
+        if path and not annotated:
+            siblings.setdefault(path[:-1], []).append(obj)
+    for parent, kids in siblings.items():
+        if len(kids) < 2:
+            continue
+        weights = [spec_weight(o) or 1 for o in kids]  # 1: Volcano's default
+        under = f" (under {'/'.join((ROOT, *parent))})" if parent else ""
+        shares = ", ".join(f"{w}/{sum(weights)}" for w in weights)
+        out.notes.append(
+            f"Queues {', '.join(o.name for o in kids)}{under}: weights "
+            f"{', '.join(str(w) for w in weights)} are shares of the cluster in Volcano's "
+            f"proportion plugin (each queue deserved {shares} of it, up to its capability, and "
+            "got back what others borrowed of that); in gangplank a weight orders admission "
+            "between sibling queues (dominant share against weight) and guarantees nothing: give "
+            "a queue a guarantee for the share it must get"
+        )
+
+
 def import_volcano(objects: list[Manifest], out: Imported) -> None:
     """Volcano queues in the tree Volcano builds: `spec.parent` (default `root`), or the
     hierarchical DRF annotations, whose inner levels become parent queues named by their path."""
@@ -130,3 +164,4 @@ def import_volcano(objects: list[Manifest], out: Imported) -> None:
                     f"(hierarchical DRF); spec.weight {written} (the proportion plugin's) not used"
                 )
         put(out, queue, obj.where if obj is not None else f"{HIERARCHY} level {'/'.join(level)}")
+    _shares(tree, objects, out)
