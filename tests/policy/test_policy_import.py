@@ -616,3 +616,159 @@ def test_a_cpu_only_cluster_queue_of_a_cohort_cannot_borrow_the_gpus_of_its_coho
     assert "queue cpu-team: nvidia.com/gpu" in set(result.unresolvable.values()).pop()
     plain = pod("etl", namespace="data", labels={"gangplank.io/queue": "cpu-team"})
     assert engine.filter(cluster.snap(), pod_from_api(plain), ["n0"], 0.0).passed
+
+
+# ---- the rest of Kueue's meaning, object by object -------------------------------------------
+
+
+def kueue(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def topology(name: str, *labels: str) -> dict[str, Any]:
+    return kueue("Topology", name, levels=[{"nodeLabel": label} for label in labels])
+
+
+FUNGIBILITY = [
+    (
+        "Kueue's defaults",
+        {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        False,
+    ),
+    ("the deprecated spelling of the default", {"whenCanBorrow": "Borrow"}, False),
+    ("one half given, as defaulted", {"whenCanPreempt": "TryNextFlavor"}, False),
+    ("try the next flavor before borrowing", {"whenCanBorrow": "TryNextFlavor"}, True),
+    ("preempt before trying the next flavor", {"whenCanPreempt": "Preempt"}, True),
+]
+
+
+@pytest.mark.parametrize(
+    "fungibility,reported",
+    [f[1:] for f in FUNGIBILITY],
+    ids=[f"flavorFungibility as {f[0]} is {'' if f[2] else 'not '}reported" for f in FUNGIBILITY],
+)
+def test_flavor_fungibility_is_reported_only_when_it_is_not_kueues_default(
+    fungibility: dict[str, str], reported: bool
+) -> None:
+    imported = import_manifests(
+        [cluster_queue("cq", namespaceSelector={}, flavorFungibility=fungibility)]
+    )
+    assert any("flavorFungibility not mapped" in n for n in imported.notes) is reported
+
+
+def test_a_flavors_taints_are_said_to_be_left_to_kube_scheduler() -> None:
+    taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    imported = import_manifests([kueue("ResourceFlavor", "gpu", nodeTaints=[taint])])
+    assert imported.notes == [
+        "ResourceFlavor gpu: nodeTaints nvidia.com/gpu=present NoSchedule not checked at "
+        "admission (Kueue admitted on this flavor only workloads that tolerate them); "
+        "kube-scheduler still keeps pods off nodes with those taints"
+    ]
+
+
+def test_of_two_topologies_the_one_a_flavor_names_becomes_the_tiers_and_the_other_is_noted() -> (
+    None
+):
+    imported = import_manifests(
+        [
+            topology("cpu-pool", "topology.kubernetes.io/zone", "kubernetes.io/hostname"),
+            topology(
+                "gpu-fabric",
+                "cloud.google.com/gce-topology-block",
+                "cloud.google.com/gce-topology-subblock",
+                "cloud.google.com/gce-topology-host",
+                "kubernetes.io/hostname",
+            ),
+            kueue("ResourceFlavor", "h100", topologyName="gpu-fabric"),
+            cluster_queue("cq", namespaceSelector={}),
+        ]
+    )
+    assert imported.topology == {
+        "tiers": [
+            {"name": "host", "labels": ["kubernetes.io/hostname"]},
+            {"name": "host-2", "labels": ["cloud.google.com/gce-topology-host"]},
+            {"name": "rack", "labels": ["cloud.google.com/gce-topology-subblock"]},
+            {"name": "block", "labels": ["cloud.google.com/gce-topology-block"]},
+        ]
+    }
+    parse_policy(imported.policy())
+    assert (
+        "Topology cpu-pool: not mapped (a gangplank policy has one set of tiers: those of "
+        "Topology gpu-fabric)"
+    ) in imported.notes
+
+
+def test_a_cohorts_quota_reaches_the_nearest_cohort_above_that_holds_cluster_queues() -> None:
+    gpus = gpu_quota(4)
+    imported = import_manifests(
+        [
+            cluster_queue("cq", cohort="org", namespaceSelector={}, resourceGroups=gpu_quota(8)),
+            kueue("Cohort", "org"),
+            kueue("Cohort", "lab", parent="org"),
+            kueue("Cohort", "bench", parent="lab", resourceGroups=gpus),
+        ]
+    )
+    assert set(imported.queues) == {"cq", "org"}
+    assert imported.queues["org"]["guarantee"] == {"nvidia.com/gpu": "12"}
+    assert any(n.startswith("Cohort lab: no ClusterQueue in it") for n in imported.notes)
+    assert any(
+        n.startswith("Cohort bench: no ClusterQueue")
+        and n.endswith(
+            "its quota nvidia.com/gpu 4 is added to Cohort org's, which its tree "
+            "borrows as in Kueue"
+        )
+        for n in imported.notes
+    )
+    parse_policy(imported.policy())
+
+
+def test_a_flavor_in_two_files_alike_is_read_once_and_unlike_is_refused() -> None:
+    flavor = kueue("ResourceFlavor", "default-flavor")
+    labelled = kueue("ResourceFlavor", "default-flavor", nodeLabels={"pool": "a"})
+    queue = cluster_queue("cq", namespaceSelector={})
+    assert import_sources([("a.yaml", [flavor, queue]), ("b.yaml", [flavor])]).notes == []
+    with pytest.raises(ImportRefused) as err:
+        import_sources([("a.yaml", [flavor, queue]), ("b.yaml", [labelled])])
+    assert "ResourceFlavor default-flavor is defined in a.yaml and in b.yaml" in str(err.value)
+
+
+def test_resources_a_cluster_queue_excludes_are_not_held_to_a_max() -> None:
+    cpu = [
+        {
+            "coveredResources": ["cpu"],
+            "flavors": [{"name": "a", "resources": [{"name": "cpu", "nominalQuota": 4}]}],
+        }
+    ]
+    imported = import_manifests(
+        [
+            cluster_queue("gpu", namespaceSelector={}, resourceGroups=gpu_quota(8)),
+            cluster_queue(
+                "cpu",
+                namespaceSelector={},
+                resourceGroups=cpu,
+                excludeResourcePrefixes=["nvidia.com"],
+            ),
+        ]
+    )
+    assert imported.queues["cpu"]["max"] == {"cpu": "4"}
+    assert imported.queues["gpu"]["max"] == {"cpu": "0", "nvidia.com/gpu": "8"}
+
+
+def test_volcano_weights_under_one_parent_are_said_to_be_shares_of_it() -> None:
+    imported = import_manifests(
+        [
+            volcano_queue("ml"),
+            volcano_queue("ml-train", parent="ml", weight=3),
+            volcano_queue("ml-eval", parent="ml"),
+        ]
+    )
+    assert any(
+        n.startswith("Queues ml-train, ml-eval (under root/ml): weights 3, 1 are shares")
+        and "each queue deserved 3/4, 1/4 of it" in n
+        for n in imported.notes
+    )
