@@ -320,10 +320,12 @@ CORPUS = [
     ids=[f"{c.file} maps its queues and reports what it does not carry over" for c in CORPUS],
 )
 def test_an_upstream_example_is_imported_with_what_it_maps_and_what_it_reports(
-    case: Upstream, capsys: pytest.CaptureFixture[str]
+    case: Upstream,
 ) -> None:
-    code, doc, out, err = run_text(capsys, str(UPSTREAM / case.file))
-    assert code == 0, err
+    done = gangplank("policy", "import", str(UPSTREAM / case.file))  # as a user runs it
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
+    doc = yaml.safe_load(out)
     parse_policy(doc, case.file)
     queues = queues_of(doc)
     assert set(queues) == set(case.queues), "no queue missing, none made up"
@@ -659,6 +661,17 @@ def test_flavor_fungibility_is_reported_only_when_it_is_not_kueues_default(
         [cluster_queue("cq", namespaceSelector={}, flavorFungibility=fungibility)]
     )
     assert any("flavorFungibility not mapped" in n for n in imported.notes) is reported
+
+
+def test_a_flavor_of_one_gpu_model_names_gangplanks_annotation_for_it() -> None:
+    h100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    imported = import_manifests([kueue("ResourceFlavor", "h100", nodeLabels=h100)])
+    assert imported.notes == [
+        "ResourceFlavor h100: nodeLabels nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 no longer "
+        "steer pods (Kueue gave them as a nodeSelector to the pods it admitted on this flavor): "
+        "give the workloads a nodeSelector or node affinity on them, or the annotation "
+        "gangplank.io/gpu-product: NVIDIA-H100-80GB-HBM3 (a gangplank policy has no node rules)"
+    ]
 
 
 def test_a_flavors_taints_are_said_to_be_left_to_kube_scheduler() -> None:

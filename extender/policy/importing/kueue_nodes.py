@@ -10,8 +10,20 @@ from typing import Any
 from extender.core.placement.topology import DEFAULT_TIERS
 from extender.policy.importing.result import Imported, Manifest, dns, unmapped
 
+PRODUCT = "nvidia.com/gpu.product"  # GPU feature discovery's label of the GPU model
 FLAVOR_KEYS = {"nodeLabels", "nodeTaints", "tolerations", "topologyName"}
 TOPOLOGY_KEYS = {"levels"}
+# What a flavor's tolerations and taints did in Kueue, and what is left of it.
+TAINTS = {
+    "tolerations": (
+        "no longer reach pods (Kueue added them to the pods it admitted on this flavor): add them "
+        "to the workloads' pod templates"
+    ),
+    "nodeTaints": (
+        "not checked at admission (Kueue admitted on this flavor only workloads that tolerate "
+        "them); kube-scheduler still keeps pods off nodes with those taints"
+    ),
+}
 PREFIXES = ("gce-topology-", "topology-", "network-")  # left off a label to name its tier
 
 
@@ -29,25 +41,19 @@ def _flavor(obj: Manifest, out: Imported) -> None:
     labels = obj.spec.get("nodeLabels") or {}
     if labels:
         written = ", ".join(f"{k}={v}" for k, v in labels.items())
+        product = labels.get(PRODUCT)
+        model = f", or the annotation gangplank.io/gpu-product: {product}" if product else ""
         out.notes.append(
             f"{obj.where}: nodeLabels {written} no longer steer pods (Kueue gave them as a "
             "nodeSelector to the pods it admitted on this flavor): give the workloads a "
-            "nodeSelector or node affinity on them (a gangplank policy has no node rules)"
+            f"nodeSelector or node affinity on them{model} (a gangplank policy has no node rules)"
         )
-    tolerations = obj.spec.get("tolerations") or []
-    if tolerations:
-        out.notes.append(
-            f"{obj.where}: tolerations {', '.join(_taint(t) for t in tolerations)} no longer "
-            "reach pods (Kueue added them to the pods it admitted on this flavor): add them to "
-            "the workloads' pod templates"
-        )
-    taints = obj.spec.get("nodeTaints") or []
-    if taints:
-        out.notes.append(
-            f"{obj.where}: nodeTaints {', '.join(_taint(t) for t in taints)} not checked at "
-            "admission (Kueue admitted on this flavor only workloads that tolerate them); "
-            "kube-scheduler still keeps pods off nodes with those taints"
-        )
+    for key, consequence in TAINTS.items():
+        given = obj.spec.get(key) or []
+        if given:
+            out.notes.append(
+                f"{obj.where}: {key} {', '.join(_taint(t) for t in given)} {consequence}"
+            )
     unmapped(obj, FLAVOR_KEYS, out)
 
 
