@@ -2,11 +2,14 @@
 
 A ClusterQueue becomes a queue: guarantee = its nominal quotas summed over flavors; max = nominal
 + borrowingLimit where every flavor sets one, and nominal alone for a ClusterQueue in no cohort
-(Kueue lets it borrow nothing); `fairSharing.weight` → weight; `stopPolicy: Hold` → closed
-(HoldAndDrain too, noted: Kueue also evicts what was admitted, gangplank lets it run); a
-namespaceSelector on `kubernetes.io/metadata.name` → namespaces; `preemption` as Kueue means it
-(kueue_preemption). Its cohort is a parent queue (kueue_cohorts). A LocalQueue becomes an alias
-`namespace/name`, so pods keep their `kueue.x-k8s.io/queue-name` label.
+(Kueue lets it borrow nothing), and 0 of each resource it does not cover (kueue_quota);
+`fairSharing.weight` → weight; `stopPolicy: Hold` → closed (HoldAndDrain too, noted: Kueue also
+evicts what was admitted, gangplank lets it run); no namespaceSelector (it matches no namespace)
+→ closed, `{}` keeps no namespace out, one on `kubernetes.io/metadata.name` → namespaces;
+`preemption` as Kueue means it (kueue_preemption). Its cohort is a parent queue
+(kueue_cohorts). A LocalQueue becomes an alias `namespace/name`, so pods keep their
+`kueue.x-k8s.io/queue-name` label. ResourceFlavors and a Topology: kueue_nodes. A field equal to
+Kueue's default (a `kubectl get -o yaml` dump writes them all) is not reported.
 """
 
 from __future__ import annotations
