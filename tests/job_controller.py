@@ -34,15 +34,17 @@ pkg/apis/batch/v1/defaults.go):
   finished: condition FailureTarget (reason BackoffLimitExceeded, message "Job has reached the
   specified backoff limit") first; its active pods are deleted and counted as failed ("when the
   job is considered finished, every non-terminated pod is considered failed"); then Failed with
-  the same reason once no pod is terminating (`delayTerminalCondition`, on with the
-  JobManagedBy and JobPodReplacementPolicy gates of recent releases). Here deletions are at
-  once, so both conditions come in one sync.
+  the same reason once no pod is terminating (`delayTerminalCondition`: on with the
+  JobPodReplacementPolicy gate, on by default since 1.29 and GA in 1.34, or JobManagedBy, GA in
+  1.35). Here deletions are at once, so both conditions come in one sync.
 - Suspension (manageJob, syncJob): spec.suspend true deletes every active pod without counting
   it, sets condition Suspended True (reason JobSuspended, message "Job suspended") and
   status.active 0; false sets Suspended False (JobResumed, "Job resumed": a False condition is
   never added where there was none), resets status.startTime, and creates the pods in that same
   sync, held back only by the failure backoff above: a Job resumed soon after failures waits out
   the rest of it, one without failures gets its pods at once.
+- Status (syncJob): active, failed and succeeded are left out when 0, as the API writes them;
+  ready and terminating (0 here: deletions are at once) are always there.
 - Success: status.succeeded; once succeeded >= completions (any success for a work queue) and
   no pod is active, SuccessCriteriaMet then Complete (`newSuccessCondition`: no reason, no
   message).
@@ -236,11 +238,15 @@ class JobController(threading.Thread):
 
     def generations(self, name: str, namespace: str = "default") -> list[Generation]:
         """The pods created for the Job, one entry per sync that created some."""
-        return list(self._track(self.job(name, namespace)).generations)
+        job = self.job(name, namespace)
+        with self.api.cond:
+            return list(self._track(job).generations)
 
     def next_try(self, name: str, namespace: str = "default") -> float | None:
         """When the Job's missing pods are created, if its failure backoff holds them back."""
-        return self._track(self.job(name, namespace)).next_try
+        job = self.job(name, namespace)
+        with self.api.cond:
+            return self._track(job).next_try
 
     def pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
         """The Job's pods in the API server now (copies)."""
@@ -312,6 +318,11 @@ class JobController(threading.Thread):
             status["startTime"] = stamp(now)
         status["active"] = len(active)
         status["ready"] = sum(1 for p in active if _ready(p))
+        status["terminating"] = 0  # deletions are at once here
+        status.setdefault("uncountedTerminatedPods", {})
+        for counter in ("active", "failed", "succeeded"):  # omitempty, as the API writes them
+            if not status[counter]:
+                del status[counter]
         if not conditions:
             del status["conditions"]
         if status != (job.get("status") or {}):
