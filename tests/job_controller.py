@@ -64,7 +64,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -182,8 +182,10 @@ class _Tracked:
 
 
 class JobController(threading.Thread):
-    """`with JobController(api, scale=0.01) as jobs:` runs it every `tick` seconds; or call
-    `sync()` yourself with a `clock` of your own."""
+    """`with JobController(api, scale=0.01) as jobs:` runs it every `tick` seconds (an error in
+    it is raised again when it stops); or call `sync()` yourself with a `clock` of your own.
+    `only` names the Jobs it manages ("namespace/name"), for a test whose other Job objects
+    only tell gangplank a size and whose pods the test makes itself; by default, every Job."""
 
     def __init__(
         self,
@@ -193,9 +195,12 @@ class JobController(threading.Thread):
         tick: float = 0.02,
         clock: Callable[[], float] = time.time,
         seed: int | None = None,
+        only: Iterable[str] = (),
     ) -> None:
         super().__init__(daemon=True)
         self.api, self.scale, self.tick, self.clock = api, scale, tick, clock
+        self.only = frozenset(only)
+        self.error: Exception | None = None
         self._random = random.Random(seed)
         self._tracked: dict[str, _Tracked] = {}  # Job uid -> what it knows of it
         self._done = threading.Event()
@@ -208,13 +213,19 @@ class JobController(threading.Thread):
         self.stop()
 
     def run(self) -> None:
-        while not self._done.wait(self.tick):
-            self.sync()
+        try:
+            while not self._done.wait(self.tick):
+                self.sync()
+        except Exception as err:  # kept for stop() to raise in the test's thread
+            self.error = err
 
     def stop(self) -> None:
+        """Stop the thread; raise what made it stop, if anything did."""
         self._done.set()
         if self.is_alive():
             self.join(2)
+        if self.error is not None:
+            raise RuntimeError("the Job controller stand-in stopped on an error") from self.error
 
     # ---- what tests read ------------------------------------------------------------------------
     def job(self, name: str, namespace: str = "default") -> dict[str, Any]:
@@ -263,7 +274,7 @@ class JobController(threading.Thread):
             jobs = [copy.deepcopy(j) for j in self.api.state.objects["jobs"].values()]
             for job in jobs:
                 managed_by = job.get("spec", {}).get("managedBy")
-                if managed_by in (None, MANAGED_BY):
+                if managed_by in (None, MANAGED_BY) and (not self.only or _key(job) in self.only):
                     self._sync(job)
             present = {j["metadata"]["uid"] for j in jobs}
             for uid in set(self._tracked) - present:  # deleted: its backoff record goes too
@@ -430,6 +441,10 @@ class JobController(threading.Thread):
         meta = pod["metadata"]
         if f"{meta['namespace']}/{meta['name']}" in self.api.state.objects["pods"]:
             self.api.delete("pods", meta["namespace"], meta["name"])
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return f"{obj['metadata'].get('namespace', 'default')}/{obj['metadata']['name']}"
 
 
 def _owned(pod: dict[str, Any], job_uid: str) -> bool:

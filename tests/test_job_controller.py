@@ -257,6 +257,17 @@ def test_a_job_managed_by_another_controller_is_left_alone(
     assert jobs.pods("train") == [] and jobs.job("train")["status"] == {}
 
 
+def test_a_controller_told_which_jobs_it_manages_leaves_the_others_alone(
+    fake_api: FakeApiServer, clock: Clock
+) -> None:
+    fake_api.put("jobs", batch_job("train", 2))
+    fake_api.put("jobs", batch_job("sized-only", 4))  # its pods are the test's own
+    jobs = JobController(fake_api, clock=clock, only={"default/train"})
+    at(jobs, clock, 0)
+    assert len(jobs.pods("train")) == 2
+    assert jobs.pods("sized-only") == [] and jobs.job("sized-only")["status"] == {}
+
+
 # ---- suspension ----
 
 
@@ -319,6 +330,18 @@ def test_a_job_resumed_soon_after_a_failure_waits_out_the_rest_of_its_backoff(
 def live(fake_api: FakeApiServer) -> Iterator[JobController]:
     with JobController(fake_api, scale=0.01) as controller:
         yield controller
+
+
+def test_live_an_error_in_the_controller_s_thread_is_raised_when_it_stops(
+    fake_api: FakeApiServer,
+) -> None:
+    fake_api.put("jobs", {"metadata": {"name": "broken", "namespace": "default"}, "spec": 4})
+    controller = JobController(fake_api)
+    controller.start()
+    wait_for(lambda: not controller.is_alive())
+    with pytest.raises(RuntimeError, match="stopped on an error") as raised:
+        controller.stop()
+    assert isinstance(raised.value.__cause__, AttributeError)
 
 
 def wait_for(what: Any, timeout: float = 5.0) -> None:
