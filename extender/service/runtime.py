@@ -236,6 +236,14 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
     from kubernetes import client
 
     watch_client, bind_client = api_clients(settings)
+    lease = f", the scheduler's Lease {settings.leader_lease}" if settings.leader_lease else ""
+    log.info(
+        "gangplank's namespace is %s (from %s): requeue records in ConfigMap %s%s",
+        settings.namespace.name,
+        settings.namespace.source,
+        settings.requeue_configmap,
+        lease,
+    )
     leadership: Leadership = AlwaysLeader()
     if settings.leader_lease:
         namespace, name = settings.leader_lease.split("/", 1)
