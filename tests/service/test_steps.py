@@ -14,7 +14,7 @@ from extender.kube.requeue_store import RequeueStoreError
 from extender.service.steps import Steps
 
 FORBIDDEN = RequeueStoreError(
-    "cannot read requeue records gangplank-system/gangplank-requeues: 403 Forbidden"
+    "cannot read requeue records gangplank/gangplank-requeues: 403 Forbidden"
 )
 
 
@@ -50,7 +50,7 @@ def test_a_step_failing_every_pass_for_three_minutes_is_told_once_a_minute_and_w
     assert len(lines) == 4, lines
     assert lines[0] == (
         "periodic pass: step 'requeues-read' failed; the pass goes on (told again once a minute "
-        "while it fails): cannot read requeue records gangplank-system/gangplank-requeues: "
+        "while it fails): cannot read requeue records gangplank/gangplank-requeues: "
         "403 Forbidden"
     )
     assert lines[1].startswith(
@@ -67,7 +67,7 @@ def test_a_step_failing_every_pass_for_three_minutes_is_told_once_a_minute_and_w
 @pytest.mark.parametrize(
     "err,short,traceback",
     [
-        (FORBIDDEN, "cannot read requeue records gangplank-system/gangplank-requeues", False),
+        (FORBIDDEN, "cannot read requeue records gangplank/gangplank-requeues", False),
         (
             ApiException(status=503, reason="Service Unavailable"),
             "HTTP 503 Service Unavailable: Service Unavailable",
