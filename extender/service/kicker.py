@@ -109,6 +109,9 @@ class Kicker:
         on_error: Callable[[str], None] = lambda step: None,
     ) -> None:
         self._steps = Steps(on_error)  # a step of the pass raised (counted: periodic errors)
+        # The whole pass (a bug outside its steps), told apart from its step "pass" (the work
+        # it asks for), so that neither's failure reads as the other working again.
+        self._passes = Steps(on_error)
         self._after = after  # slower work of the pass (Events), once the nudges are out
         self._every = every  # work of every pass, leading or not (looking for late CRDs)
         # Called on the first pass that leads after one that did not: the scheduler took the
@@ -158,7 +161,7 @@ class Kicker:
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
-            self._step("pass", self.run_once)
+            self._passes.run("pass", self.run_once)
 
     def stop(self) -> None:
         self._stop.set()
