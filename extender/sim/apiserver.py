@@ -121,6 +121,8 @@ class State:
     evictions: list[tuple[str, str, bool]] = field(default_factory=list)  # ns, name, dry run
     posted_events: list[dict[str, Any]] = field(default_factory=list)
     config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)  # "ns/name" -> object
+    # Namespaces whose ConfigMaps the caller may not use: refused 403, as RBAC refuses.
+    forbidden_config_maps: set[str] = field(default_factory=set)
     down: bool = False  # an outage: every call answered 503, open watches cut
     workload_patches: list[Patched] = field(default_factory=list)
 
@@ -733,6 +735,16 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             of one that exists; a PUT or PATCH of one that does not is 404."""
             key = f"{namespace}/{name}"
             with api.cond:
+                if namespace in api.state.forbidden_config_maps:
+                    verb = {"GET": "get", "POST": "create", "PUT": "update"}.get(method, "patch")
+                    self._status(
+                        403,
+                        "Forbidden",
+                        f'configmaps "{name}" is forbidden: User "system:serviceaccount:gangplank'
+                        f':gangplank" cannot {verb} resource "configmaps" in API group "" in the '
+                        f'namespace "{namespace}"',
+                    )
+                    return
                 stored = api.state.config_maps.get(key)
                 if method == "GET" or (method in ("PUT", "PATCH") and stored is None):
                     if stored is None:
