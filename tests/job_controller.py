@@ -34,15 +34,17 @@ pkg/apis/batch/v1/defaults.go):
   finished: condition FailureTarget (reason BackoffLimitExceeded, message "Job has reached the
   specified backoff limit") first; its active pods are deleted and counted as failed ("when the
   job is considered finished, every non-terminated pod is considered failed"); then Failed with
-  the same reason once no pod is terminating (`delayTerminalCondition`, on with the
-  JobManagedBy and JobPodReplacementPolicy gates of recent releases). Here deletions are at
-  once, so both conditions come in one sync.
+  the same reason once no pod is terminating (`delayTerminalCondition`: on with the
+  JobPodReplacementPolicy gate, on by default since 1.29 and GA in 1.34, or JobManagedBy, GA in
+  1.35). Here deletions are at once, so both conditions come in one sync.
 - Suspension (manageJob, syncJob): spec.suspend true deletes every active pod without counting
   it, sets condition Suspended True (reason JobSuspended, message "Job suspended") and
   status.active 0; false sets Suspended False (JobResumed, "Job resumed": a False condition is
   never added where there was none), resets status.startTime, and creates the pods in that same
   sync, held back only by the failure backoff above: a Job resumed soon after failures waits out
   the rest of it, one without failures gets its pods at once.
+- Status (syncJob): active, failed and succeeded are left out when 0, as the API writes them;
+  ready and terminating (0 here: deletions are at once) are always there.
 - Success: status.succeeded; once succeeded >= completions (any success for a work queue) and
   no pod is active, SuccessCriteriaMet then Complete (`newSuccessCondition`: no reason, no
   message).
@@ -62,7 +64,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -180,8 +182,10 @@ class _Tracked:
 
 
 class JobController(threading.Thread):
-    """`with JobController(api, scale=0.01) as jobs:` runs it every `tick` seconds; or call
-    `sync()` yourself with a `clock` of your own."""
+    """`with JobController(api, scale=0.01) as jobs:` runs it every `tick` seconds (an error in
+    it is raised again when it stops); or call `sync()` yourself with a `clock` of your own.
+    `only` names the Jobs it manages ("namespace/name"), for a test whose other Job objects
+    only tell gangplank a size and whose pods the test makes itself; by default, every Job."""
 
     def __init__(
         self,
@@ -191,9 +195,12 @@ class JobController(threading.Thread):
         tick: float = 0.02,
         clock: Callable[[], float] = time.time,
         seed: int | None = None,
+        only: Iterable[str] = (),
     ) -> None:
         super().__init__(daemon=True)
         self.api, self.scale, self.tick, self.clock = api, scale, tick, clock
+        self.only = frozenset(only)
+        self.error: Exception | None = None
         self._random = random.Random(seed)
         self._tracked: dict[str, _Tracked] = {}  # Job uid -> what it knows of it
         self._done = threading.Event()
@@ -206,13 +213,19 @@ class JobController(threading.Thread):
         self.stop()
 
     def run(self) -> None:
-        while not self._done.wait(self.tick):
-            self.sync()
+        try:
+            while not self._done.wait(self.tick):
+                self.sync()
+        except Exception as err:  # kept for stop() to raise in the test's thread
+            self.error = err
 
     def stop(self) -> None:
+        """Stop the thread; raise what made it stop, if anything did."""
         self._done.set()
         if self.is_alive():
             self.join(2)
+        if self.error is not None:
+            raise RuntimeError("the Job controller stand-in stopped on an error") from self.error
 
     # ---- what tests read ------------------------------------------------------------------------
     def job(self, name: str, namespace: str = "default") -> dict[str, Any]:
@@ -236,11 +249,15 @@ class JobController(threading.Thread):
 
     def generations(self, name: str, namespace: str = "default") -> list[Generation]:
         """The pods created for the Job, one entry per sync that created some."""
-        return list(self._track(self.job(name, namespace)).generations)
+        job = self.job(name, namespace)
+        with self.api.cond:
+            return list(self._track(job).generations)
 
     def next_try(self, name: str, namespace: str = "default") -> float | None:
         """When the Job's missing pods are created, if its failure backoff holds them back."""
-        return self._track(self.job(name, namespace)).next_try
+        job = self.job(name, namespace)
+        with self.api.cond:
+            return self._track(job).next_try
 
     def pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
         """The Job's pods in the API server now (copies)."""
@@ -257,7 +274,7 @@ class JobController(threading.Thread):
             jobs = [copy.deepcopy(j) for j in self.api.state.objects["jobs"].values()]
             for job in jobs:
                 managed_by = job.get("spec", {}).get("managedBy")
-                if managed_by in (None, MANAGED_BY):
+                if managed_by in (None, MANAGED_BY) and (not self.only or _key(job) in self.only):
                     self._sync(job)
             present = {j["metadata"]["uid"] for j in jobs}
             for uid in set(self._tracked) - present:  # deleted: its backoff record goes too
@@ -312,6 +329,11 @@ class JobController(threading.Thread):
             status["startTime"] = stamp(now)
         status["active"] = len(active)
         status["ready"] = sum(1 for p in active if _ready(p))
+        status["terminating"] = 0  # deletions are at once here
+        status.setdefault("uncountedTerminatedPods", {})
+        for counter in ("active", "failed", "succeeded"):  # omitempty, as the API writes them
+            if not status[counter]:
+                del status[counter]
         if not conditions:
             del status["conditions"]
         if status != (job.get("status") or {}):
@@ -419,6 +441,10 @@ class JobController(threading.Thread):
         meta = pod["metadata"]
         if f"{meta['namespace']}/{meta['name']}" in self.api.state.objects["pods"]:
             self.api.delete("pods", meta["namespace"], meta["name"])
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return f"{obj['metadata'].get('namespace', 'default')}/{obj['metadata']['name']}"
 
 
 def _owned(pod: dict[str, Any], job_uid: str) -> bool:

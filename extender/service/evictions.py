@@ -27,7 +27,7 @@ from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.kube.workloads import Suspender
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
-from extender.service.kicker import run_step
+from extender.service.steps import Steps
 
 log = logging.getLogger("gangplank")
 
@@ -52,7 +52,7 @@ class Evictions:
         self.lock = lock
         self.metrics = metrics
         self.clock = clock
-        self._on_error = on_error  # a victim job's eviction raised (step "evict")
+        self._steps = Steps(on_error)  # a victim job's eviction raised (step "evict")
         self._waited_for_record: set[str] = set()  # plans whose evictions wait for their record
 
     def carry_out(self, evictions: list[Eviction]) -> None:
@@ -62,7 +62,7 @@ class Evictions:
         for eviction in evictions:
             jobs.setdefault(eviction.job, []).append(eviction)
         for pods in jobs.values():
-            run_step("evict", partial(self._evict, pods), self._on_error)
+            self._steps.run("evict", partial(self._evict, pods))
 
     def _evict(self, pods: list[Eviction]) -> None:
         outcome = self.evictor.evict(pods)
@@ -132,14 +132,14 @@ class Suspensions:
         self.scheduler = scheduler
         self.lock = lock
         self.metrics = metrics
-        self._on_error = on_error  # one suspension or resume raised (step "suspend"/"resume")
+        self._steps = Steps(on_error)  # one suspension or resume raised (step suspend/resume)
 
     def carry_out(self, suspensions: Sequence[Suspension], resumes: Sequence[Resume]) -> None:
         """Each is its own step: one that raises leaves the others going."""
         for suspension in suspensions:
-            run_step("suspend", partial(self._suspend, suspension), self._on_error)
+            self._steps.run("suspend", partial(self._suspend, suspension))
         for resume in resumes:
-            run_step("resume", partial(self._resume, resume), self._on_error)
+            self._steps.run("resume", partial(self._resume, resume))
 
     def _suspend(self, s: Suspension) -> None:
         outcome = self.suspender.suspend(s)

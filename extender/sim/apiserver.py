@@ -121,6 +121,8 @@ class State:
     evictions: list[tuple[str, str, bool]] = field(default_factory=list)  # ns, name, dry run
     posted_events: list[dict[str, Any]] = field(default_factory=list)
     config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)  # "ns/name" -> object
+    # Namespaces whose ConfigMaps the caller may not use: refused 403, as RBAC refuses.
+    forbidden_config_maps: set[str] = field(default_factory=set)
     down: bool = False  # an outage: every call answered 503, open watches cut
     workload_patches: list[Patched] = field(default_factory=list)
 
@@ -180,9 +182,14 @@ def _workload(parts: list[str]) -> tuple[str, str, str, str] | None:
     )
 
 
+def _served(kind: str) -> tuple[str, str, str]:
+    """(group, version, plural) of a workload kind."""
+    return next(path for path, (served, _) in WORKLOADS.items() if served == kind)
+
+
 def _resource_name(kind: str) -> str:
     """The resource as the API server's messages name it: `jobs.batch`, `rayjobs.ray.io`."""
-    group, _, plural = next(k for k, (v, _) in WORKLOADS.items() if v == kind)
+    group, _, plural = _served(kind)
     return f"{plural}.{group}"
 
 
@@ -338,7 +345,7 @@ class FakeApiServer:
 
     def workload_calls(self, kind: str) -> list[tuple[str, str]]:
         """(method, path) of every request made for one object of `kind` or in one namespace."""
-        (group, version, plural) = next(k for k, (v, _) in WORKLOADS.items() if v == kind)
+        group, version, plural = _served(kind)
         prefix = f"/apis/{group}/{version}/namespaces/"
         with self.cond:
             return [
@@ -593,11 +600,13 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self, kind: str, namespace: str, name: str, subresource: str, raw: bytes
         ) -> None:
             """Apply a merge patch to a workload, as the API server does: a strategic merge patch
-            is taken as a merge patch for a Job (whose fields patched here merge alike) and
-            refused for a custom resource (415, as CRDs have no strategic merge); a patch of
-            /status changes the status only, one of the object leaves its status as it was;
-            a change bumps the resourceVersion (and the generation when the spec changed), a
-            patch that changes nothing bumps neither."""
+            is taken as a merge patch for a Job (alike for maps and scalars such as spec.suspend;
+            a list here is replaced whole, where a strategic merge would merge status.conditions
+            by type) and refused for a custom resource (415: CRDs have no strategic merge); JSON
+            patches and server-side apply are refused (415); a patch of /status changes the
+            status only, one of the object leaves its status as it was; a change bumps the
+            resourceVersion (and the generation when the spec changed), a patch that changes
+            nothing bumps neither."""
             media = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             try:
                 body: Any = json.loads(raw)
@@ -726,6 +735,16 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             of one that exists; a PUT or PATCH of one that does not is 404."""
             key = f"{namespace}/{name}"
             with api.cond:
+                if namespace in api.state.forbidden_config_maps:
+                    verb = {"GET": "get", "POST": "create", "PUT": "update"}.get(method, "patch")
+                    self._status(
+                        403,
+                        "Forbidden",
+                        f'configmaps "{name}" is forbidden: User "system:serviceaccount:gangplank'
+                        f':gangplank" cannot {verb} resource "configmaps" in API group "" in the '
+                        f'namespace "{namespace}"',
+                    )
+                    return
                 stored = api.state.config_maps.get(key)
                 if method == "GET" or (method in ("PUT", "PATCH") and stored is None):
                     if stored is None:

@@ -193,7 +193,7 @@ REFUSED = {
     ),
     "policy check of a YAML mistake, on one line": (
         gangplank("policy", "check", "{tmp}/broken.yaml"),
-        "{tmp}/broken.yaml: not valid YAML",
+        "{tmp}/broken.yaml:2:1: not valid YAML",
         2,
     ),
     "demo --port 70000": (gangplank("demo", "--port", "70000"), "--port", 2),
