@@ -16,6 +16,7 @@ import json
 import math
 import re
 import statistics
+from textwrap import shorten
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from extender.sim.driver import WAIT_CAUSES, Driver, JobRecord
 from extender.sim.workload import FAULTS
 
 HOUR = 3600.0
+REASON_WIDTH = 200  # characters of a reason shown in the summary, cut between words
 Run = Mapping[str, Any]
 
 
@@ -349,7 +351,8 @@ def summary(runs: Sequence[Run]) -> str:
     rows.append([wall, *(_fmt(sum(r["wall_seconds"] for r in g)) for g in groups)])
     out.append(table(rows))
     why = [
-        f"{g[0]['label']}{_seed_note(g[0], seeds)}: {count} not started by the end: {reason[:200]}"
+        f"{g[0]['label']}{_seed_note(g[0], seeds)}: {count} not started by the end: "
+        + shorten(reason, REASON_WIDTH, placeholder=" …")
         for g in groups
         for reason, count in g[0].get("never_started_reasons", [])
     ]
