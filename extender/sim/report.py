@@ -28,6 +28,7 @@ from extender.sim.driver import WAIT_CAUSES, Driver, JobRecord
 from extender.sim.workload import FAULTS
 
 HOUR = 3600.0
+NOT_MODELLED = "—"  # a figure a run does not have (the baseline's waste without faults)
 REASON_WIDTH = 200  # characters of a reason shown in the summary, cut between words
 Run = Mapping[str, Any]
 
@@ -238,6 +239,14 @@ def _spread_text(values: Sequence[float | None], fmt: Callable[[Any], str] = _fm
     return f"{fmt(median)} ({fmt(low)}-{fmt(high)})"
 
 
+def _cell(group: Sequence[Run], key: str) -> str:
+    """A figure of a variant over its seeds; NOT_MODELLED when its runs have no such figure
+    (waste is followed only where there are faults or lifecycle rules)."""
+    if not any(key in r for r in group):
+        return NOT_MODELLED
+    return _spread_text([r.get(key) for r in group])
+
+
 def _pct(value: Any) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -343,13 +352,20 @@ def summary(runs: Sequence[Run]) -> str:
     if first.get("faults"):
         out[0] += "; " + fault_line(groups[0])
     rows = [["", *(g[0]["label"] for g in groups)]]
-    rows += [
-        [text, *(_spread_text([r[key] for r in g]) for g in groups)]
-        for key, text in summary_rows(runs)
-    ]
+    rows += [[text, *(_cell(g, key) for g in groups)] for key, text in summary_rows(runs)]
     wall = "wall time (s)" + (", all seeds" if seeds > 1 else "")
     rows.append([wall, *(_fmt(sum(r["wall_seconds"] for r in g)) for g in groups)])
     out.append(table(rows))
+    unmodelled = [
+        g[0]["label"]
+        for g in groups
+        if any(any(key not in r for r in g) for key, _ in summary_rows(runs))
+    ]
+    if unmodelled:
+        out[-1] += (
+            f"\n{NOT_MODELLED}: not modelled in {', '.join(unmodelled)}: its workload has no "
+            "faults and it has no lifecycle rules, so what its jobs held was not followed as waste"
+        )
     why = [
         f"{g[0]['label']}{_seed_note(g[0], seeds)}: {count} not started by the end: "
         + shorten(reason, REASON_WIDTH, placeholder=" …")

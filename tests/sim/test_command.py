@@ -29,6 +29,43 @@ def row(text: str, name: str) -> list[str]:
     return re.split(r"\s{2,}", found[0].strip())[1:]
 
 
+# ---- a policy with lifecycle rules ------------------------------------------------------------
+def test_a_policy_with_lifecycle_rules_reports_its_waste_and_dashes_where_none_was_modelled(
+    tmp_path: Path,
+) -> None:
+    done = gangplank(
+        "simulate", *SMALL, "--policy", str(LIFECYCLE), "--seeds", "1", "--no-html",
+        "--quiet", "--out", "out", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    gangplank_run, alone = report(tmp_path / "out")["runs"]
+    assert row(done.stdout, "jobs that ran their work to the end") == [
+        str(gangplank_run["jobs_completed"]),
+        "—",
+    ]
+    assert row(done.stdout, "GPU-hours held by jobs not ready") == ["0", "—"]
+    assert "—: not modelled in kube-scheduler alone" in done.stdout
+    assert "jobs_completed" not in alone
+
+
+def test_a_what_if_of_lifecycle_rules_draws_no_verdict_from_figures_not_modelled(
+    tmp_path: Path,
+) -> None:
+    done = gangplank(
+        "simulate", *SMALL, "--policy", str(LIFECYCLE), "--seeds", "2", "--no-html",
+        "--quiet", "--out", "out", "--compare", "label=without,lifecycle=off", "label=with",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    differences = report(tmp_path / "out")["differences"]
+    assert not [
+        d
+        for d in differences
+        if d["variant"] == "kube-scheduler alone" and d["figure"].startswith("gpu_hours_")
+    ]
+
+
 # ---- reasons ------------------------------------------------------------------------------------
 def test_a_long_reason_is_cut_at_a_word_with_an_ellipsis(tmp_path: Path) -> None:
     done = gangplank(
