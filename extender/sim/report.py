@@ -16,10 +16,10 @@ import json
 import math
 import re
 import statistics
-from textwrap import shorten
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from textwrap import shorten
 from typing import Any
 
 from extender.core.queues.fair_order import fair_shares
@@ -30,6 +30,7 @@ from extender.sim.workload import FAULTS
 HOUR = 3600.0
 NOT_MODELLED = "—"  # a figure a run does not have (the baseline's waste without faults)
 REASON_WIDTH = 200  # characters of a reason shown in the summary, cut between words
+CHARTS_MISSING = "matplotlib is not installed (pip install 'gangplank[sim]' for them)"
 Run = Mapping[str, Any]
 
 
@@ -351,6 +352,9 @@ def summary(runs: Sequence[Run]) -> str:
     ]
     if first.get("faults"):
         out[0] += "; " + fault_line(groups[0])
+    warnings = [nothing_started_line(g) for g in groups if nothing_started(g)]
+    if warnings:
+        out.insert(1, "\n".join(warnings))
     rows = [["", *(g[0]["label"] for g in groups)]]
     rows += [[text, *(_cell(g, key) for g in groups)] for key, text in summary_rows(runs)]
     wall = "wall time (s)" + (", all seeds" if seeds > 1 else "")
@@ -382,6 +386,41 @@ def summary(runs: Sequence[Run]) -> str:
         out.append(queue_table(groups, queues))
     out.append(wait_causes(groups, queues))
     return "\n\n".join(out)
+
+
+def nothing_started(group: Sequence[Run]) -> bool:
+    """Whether not one job of the variant started, in any seed: its figures say nothing (a
+    policy whose queues the workload does not use, every queue closed)."""
+    return all(r["jobs"] and not r["started"] for r in group)
+
+
+def nothing_started_line(group: Sequence[Run]) -> str:
+    """What to say, loudly, of a variant in which nothing started."""
+    run = group[0]
+    seeds = " in any seed" if len(group) > 1 else ""
+    reasons = run.get("never_started_reasons") or []
+    why = (
+        f" (the commonest reason: {shorten(reasons[0][0], REASON_WIDTH, placeholder=' …')})"
+        if reasons
+        else ""
+    )
+    return (
+        f"NOTHING STARTED in {run['label']}: not one of its {run['jobs']:,} jobs started{seeds}"
+        f"{why}: its figures say nothing, and no verdict is drawn from it"
+    )
+
+
+def verdicts(first: Sequence[Run], other: Sequence[Run]) -> tuple[list[dict[str, Any]], str]:
+    """The differences from variant `first` to `other` (`differences`), or none and the line
+    saying why when nothing started in either."""
+    empty = [g[0]["label"] for g in (first, other) if nothing_started(g)]
+    if empty:
+        line = (
+            f"{other[0]['label']} against {first[0]['label']}: no verdict: nothing started in "
+            + " and ".join(empty)
+        )
+        return [], line
+    return differences(first, other), ""
 
 
 def fault_line(group: Sequence[Run]) -> str:
@@ -818,7 +857,10 @@ def _causes(
     return png
 
 
-def write_html(runs: Sequence[Run], path: Path, title: str, notes: Sequence[str]) -> None:
+def write_html(runs: Sequence[Run], path: Path, title: str, notes: Sequence[str]) -> bool:
+    """The page: the variants, what changes, the charts, every figure. Without matplotlib (a
+    plain install, no `sim` extra) the page has no charts and says so; returns whether it has
+    them."""
     groups = by_variant(runs)
     colour = colours(groups)
     text = summary(runs)
@@ -833,15 +875,29 @@ def write_html(runs: Sequence[Run], path: Path, title: str, notes: Sequence[str]
         f"<title>{html.escape(title)}</title>",
         "<style>body{font-family:sans-serif;max-width:1150px;margin:1.5em auto;color:#222;"
         "font-size:15px}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:13px}"
-        "img{max-width:100%}ul{padding-left:1.2em}</style>",
+        "img{max-width:100%}ul{padding-left:1.2em}"
+        ".warning{background:#fde2e1;border-left:5px solid #c62828;padding:.6em 1em;"
+        "font-weight:bold}</style>",
         f"</head><body><h1>{html.escape(title)}</h1>",
         f"<p>{html.escape(text.split(chr(10), 1)[0])}</p><ul>{swatches}</ul>",
+        *(
+            f"<p class='warning'>{html.escape(nothing_started_line(g))}</p>"
+            for g in groups
+            if nothing_started(g)
+        ),
     ]
     if notes:
         parts.append(
             "<h2>What changes</h2>" + "".join(f"<pre>{html.escape(n)}</pre>" for n in notes)
         )
-    for heading, png in plots(runs):
+    try:
+        charts = plots(runs)
+    except ModuleNotFoundError as err:
+        if err.name != "matplotlib":
+            raise
+        charts = None
+        parts.append(f"<p class='note'>No charts: {html.escape(CHARTS_MISSING)}.</p>")
+    for heading, png in charts or ():
         parts.append(
             f"<h2>{html.escape(heading)}</h2><img alt='{html.escape(heading)}' "
             f"src='data:image/png;base64,{png}'>"
@@ -849,6 +905,7 @@ def write_html(runs: Sequence[Run], path: Path, title: str, notes: Sequence[str]
     parts.append("<h2>Every figure</h2><pre>" + html.escape(text) + "</pre>")
     parts.append("</body></html>")
     path.write_text("\n".join(parts))
+    return charts is not None
 
 
 def write_json(
