@@ -36,15 +36,10 @@ from extender.sim.cluster import ClusterError, load_cluster, node_gpus
 from extender.sim.driver import Driver, Extender, Options
 from extender.sim.inprocess import InProcess
 from extender.sim.progress import run_progress, runs_progress
-from extender.sim.report import (
-    CHARTS_MISSING,
-    difference_table,
-    figures,
-    summary,
-    verdicts,
-    write_html,
-    write_json,
-)
+from extender.sim.report.figures import figures
+from extender.sim.report.page import CHARTS_MISSING, write_html, write_json
+from extender.sim.report.tables import summary
+from extender.sim.report.verdicts import difference_table, verdicts
 from extender.sim.workload import (
     FAULTS,
     Faults,

@@ -25,7 +25,8 @@ from extender.sim.baseline import Baseline
 from extender.sim.cluster import synthetic
 from extender.sim.driver import Driver, Options, SimPod, Tick
 from extender.sim.inprocess import InProcess
-from extender.sim.report import figures, summary
+from extender.sim.report.figures import figures
+from extender.sim.report.tables import summary
 from extender.sim.simulate import parse_variant, without_lifecycle
 from extender.sim.workload import CONTROLLER, Faults, JobSpec, Mix, generate, with_faults
 from tests.builders import policy_doc, queue

@@ -22,18 +22,13 @@ from extender.sim.cluster import ClusterError, load_cluster, synthetic
 from extender.sim.driver import Driver, Options, SimPod
 from extender.sim.fit import FitIndex
 from extender.sim.inprocess import InProcess
-from extender.sim.report import (
-    SUMMARY_ROWS,
-    by_variant,
-    colours,
-    difference_table,
-    differences,
-    figures,
-    summary,
-    time_unit,
-    waited_by_cause,
-    write_html,
-)
+from extender.sim.report.cells import by_variant
+from extender.sim.report.charts import colours, time_unit
+from extender.sim.report.figures import figures, waited_by_cause
+from extender.sim.report.page import write_html
+from extender.sim.report.rows import SUMMARY_ROWS
+from extender.sim.report.tables import summary
+from extender.sim.report.verdicts import difference_table, differences
 from extender.sim.workload import (
     JobSpec,
     Mix,
