@@ -1,4 +1,8 @@
-"""The page's charts (matplotlib, imported only when they are drawn), each a base64 PNG."""
+"""The page's charts (matplotlib, imported only when they are drawn), each a base64 PNG.
+
+A panel with nothing to draw (no job preempted, no gang held incomplete) says "none" instead of
+an empty axis; bars and lines keep a margin under the frame; legends sit above the plot, off the
+data; a title has at most one parenthesis (`title`)."""
 
 from __future__ import annotations
 
@@ -44,9 +48,44 @@ def time_unit(runs: Sequence[Run]) -> tuple[str, float]:
     return "hours", HOUR
 
 
-def plots(runs: Sequence[Run]) -> list[tuple[str, str]]:
-    """(title, base64 PNG) for each plot. Time series show each variant's first seed; bars the
-    median over seeds, with the range as a line."""
+def title(main: str, *notes: str) -> str:
+    """`main (note; note)`: what a chart shows, then what to know to read it, in one pair of
+    parentheses (the notes have none of their own)."""
+    shown = [n for n in notes if n]
+    return f"{main} ({'; '.join(shown)})" if shown else main
+
+
+HEADROOM = 1.12  # the top of a panel, over its highest bar or line
+
+
+def _none(ax: Any, axis: str = "y") -> None:
+    """A panel with nothing to draw: "none" where the data would be, no scale of values."""
+    ax.text(0.5, 0.5, "none", transform=ax.transAxes, ha="center", va="center", color="#777")
+    getattr(ax, f"set_{axis}lim")(0, 1)
+    getattr(ax, f"set_{axis}ticks")([])
+
+
+def _scale(ax: Any, highest: float) -> None:
+    """From 0 to a little over `highest`; "none" when there is nothing above 0."""
+    if highest > 0:
+        ax.set_ylim(0, highest * HEADROOM)
+    else:
+        _none(ax)
+
+
+def _legend_above(ax: Any, count: int) -> None:
+    ax.legend(
+        loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=count, frameon=False, borderaxespad=0.3
+    )
+
+
+def _highest(values: Sequence[float | None]) -> float:
+    return max((v for v in values if v is not None), default=0.0)
+
+
+def charts(runs: Sequence[Run]) -> list[tuple[str, Any]]:
+    """(title, matplotlib Figure) for each chart. Time series show each variant's first seed;
+    bars the median over seeds, with the range as a line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -57,14 +96,15 @@ def plots(runs: Sequence[Run]) -> list[tuple[str, str]]:
     colour = colours(groups)
     firsts = [g[0] for g in groups]
     unit, per = time_unit(firsts)
-    seeded = f" (seed {firsts[0]['seed']})" if len(groups[0]) > 1 else ""
+    seeded = f"seed {firsts[0]['seed']}" if len(groups[0]) > 1 else ""
+    over = "bars: the median over seeds, lines: the range" if len(groups[0]) > 1 else ""
     out = []
 
     def times(run: Run) -> list[float]:
         return [t / per for t in run["series"]["t_s"]]
 
     fig, axes = plt.subplots(3, 1, figsize=(11, 7.5), sharex=True)
-    for ax, key, title in (
+    for ax, key, panel in (
         (axes[0], "allocated", "GPUs allocated (dotted: the cluster's GPUs)"),
         (axes[1], "incomplete", "GPUs held by gangs not all bound"),
         (
@@ -83,27 +123,30 @@ def plots(runs: Sequence[Run]) -> list[tuple[str, str]]:
             )
             if key == "allocated":
                 ax.axhline(run["gpus"], color=colour[run["label"]], linewidth=1, linestyle=":")
-        ax.set_title(title, loc="left")
+        highest = _highest([v for run in firsts for v in run["series"][key]])
+        if key == "allocated":
+            highest = max(highest, *(run["gpus"] for run in firsts))
+        ax.set_title(panel, loc="left")
         ax.set_ylabel("GPUs")
-        ax.set_ylim(bottom=0)
+        _scale(ax, highest)
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="lower right")
+    _legend_above(axes[0], len(firsts))
     axes[-1].set_xlabel(unit)
     fig.tight_layout()
-    out.append((f"GPUs over time{seeded}", _png(fig)))
-    plt.close(fig)
+    out.append((title("GPUs over time", seeded), fig))
 
     queues = sorted({q for r in firsts for q in r["series"]["running"]})
-    for key, title, ylabel in (
+    for key, main, ylabel in (
         ("waiting", "Jobs waiting, by queue", "jobs"),
         ("running", "GPUs of running jobs, by queue", "GPUs"),
     ):
         cols = min(2, len(queues)) or 1
         rows = -(-len(queues) // cols) or 1
         fig, axes = plt.subplots(
-            rows, cols, figsize=(11, 2.6 * rows + 0.6), sharex=True, squeeze=False
+            rows, cols, figsize=(11, 2.6 * rows + 0.8), sharex=True, squeeze=False
         )
         for ax, queue in zip(axes.flat, queues, strict=False):
+            highest = 0.0
             for run in firsts:
                 values = run["series"][key].get(queue)
                 if values is not None:
@@ -114,53 +157,70 @@ def plots(runs: Sequence[Run]) -> list[tuple[str, str]]:
                         color=colour[run["label"]],
                         label=run["label"],
                     )
+                    highest = max(highest, _highest(values))
             ax.set_title(queue, loc="left")
             ax.set_ylabel(ylabel)
-            ax.set_ylim(bottom=0)
+            _scale(ax, highest)
             ax.grid(alpha=0.3)
         for ax in axes.flat[len(queues) :]:
             ax.set_visible(False)
         for ax in axes[-1]:
             ax.set_xlabel(unit)
-        axes.flat[0].legend(loc="upper left")
+        if queues:
+            _legend_above(axes.flat[0], len(firsts))
         fig.tight_layout()
-        out.append((f"{title}{seeded}", _png(fig)))
-        plt.close(fig)
+        out.append((title(main, seeded), fig))
 
     queues = sorted({q for r in runs for q in r["queues"]})
-    over = " (bars: median over seeds; lines: the range)" if len(groups[0]) > 1 else ""
     out.append(
         (
-            f"Queue waits, p95 (hours; p50 hatched){over}",
+            title("Queue waits, p95 in hours", "p50 hatched", over),
             _bars(plt, groups, colour, queues, "wait_p95_h", "hours", hatched="wait_p50_h"),
         )
     )
     out.append(
         (
-            f"Share of GPU-hours by queue against its fair share (black: the fair share){over}",
+            title(
+                "Share of GPU-hours by queue against its fair share", "black: the fair share", over
+            ),
             _bars(plt, groups, colour, queues, "share", "share of GPU-hours", target="fair_share"),
         )
     )
     out.append(
         (
-            f"What the jobs of each queue waited for (job-hours; medians){over}",
+            title(
+                "What the jobs of each queue waited for, in job-hours",
+                "the median over seeds" if len(groups[0]) > 1 else "",
+            ),
             _causes(plt, groups, colour, queues),
         )
     )
 
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
     labels = [g[0]["label"] for g in groups]
-    for ax, (key, title) in zip(axes, VARIANT_BARS, strict=True):
+    for ax, (key, panel) in zip(axes, VARIANT_BARS, strict=True):
         found = [spread([r[key] for r in g]) or (0.0, 0.0, 0.0) for g in groups]
         ax.bar(labels, [f[0] for f in found], color=[colour[x] for x in labels])
         if len(groups[0]) > 1:
             ax.vlines(labels, [f[1] for f in found], [f[2] for f in found], color="black")
-        ax.set_title(title, loc="left")
+        ax.set_title(panel, loc="left")
         ax.tick_params(axis="x", labelrotation=15)
         ax.grid(axis="y", alpha=0.3)
+        ax.set_xlim(-0.75, len(labels) - 0.25)  # half a bar between the bars and the frame
+        _scale(ax, _highest([f[2] for f in found]))
     fig.tight_layout()
-    out.append((f"Preemptions, jobs not started, gang time-to-start{over}", _png(fig)))
-    plt.close(fig)
+    out.append((title("Preemptions, jobs not started, gang time-to-start", over), fig))
+    return out
+
+
+def plots(runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """(title, base64 PNG) for each chart (`charts`)."""
+    import matplotlib.pyplot as plt
+
+    out = []
+    for heading, figure in charts(runs):
+        out.append((heading, _png(figure)))
+        plt.close(figure)
     return out
 
 
@@ -174,14 +234,16 @@ def _bars(
     *,
     hatched: str = "",
     target: str = "",
-) -> str:
+) -> Any:
     fig, ax = plt.subplots(figsize=(11, 3.6))
     width = 0.8 / len(groups)
+    highest = 0.0
     for i, group in enumerate(groups):
         label = group[0]["label"]
         xs = [n + (i - (len(groups) - 1) / 2) * width for n in range(len(queues))]
         found = [spread([(r["queues"].get(q) or {}).get(key) for r in group]) for q in queues]
         ax.bar(xs, [f[0] if f else 0 for f in found], width, color=colour[label], label=label)
+        highest = max(highest, _highest([f[2] if f else 0 for f in found]))
         if len(group) > 1:
             ax.vlines(
                 xs,
@@ -204,6 +266,7 @@ def _bars(
             )
         if target:
             fair = [(group[0]["queues"].get(q) or {}).get(target) for q in queues]
+            highest = max(highest, _highest(fair))
             ax.scatter(
                 xs,
                 [f if f is not None else float("nan") for f in fair],
@@ -214,21 +277,22 @@ def _bars(
                 zorder=3,
             )
     ax.set_xticks(range(len(queues)), queues)
+    ax.set_xlim(-0.6, len(queues) - 0.4)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend()
+    _scale(ax, highest)
+    _legend_above(ax, len(groups))
     fig.tight_layout()
-    png = _png(fig)
-    plt.close(fig)
-    return png
+    return fig
 
 
 def _causes(
     plt: Any, groups: Sequence[Sequence[Run]], colour: Mapping[str, str], queues: Sequence[str]
-) -> str:
+) -> Any:
     rows = [(q, g) for q in queues for g in groups]
     fig, ax = plt.subplots(figsize=(11, 0.45 * len(rows) + 1.2))
     ys = list(range(len(rows)))[::-1]
+    longest = 0.0
     for cause in WAIT_CAUSES:
         lefts = []
         widths = []
@@ -242,14 +306,19 @@ def _causes(
                 )
             )
             widths.append(by_cause[cause])
+        longest = max(longest, *(a + b for a, b in zip(lefts, widths, strict=True)), 0.0)
         ax.barh(ys, widths, left=lefts, color=CAUSE_COLOURS[cause], label=cause, height=0.7)
     ax.set_yticks(ys, [f"{q} — {g[0]['label']}" for q, g in rows])
     for tick, (_, group) in zip(ax.get_yticklabels(), rows, strict=True):
         tick.set_color(colour[group[0]["label"]])
     ax.set_xlabel("job-hours waited")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=len(WAIT_CAUSES), frameon=False)
+    if longest > 0:
+        ax.set_xlim(0, longest * HEADROOM)
+        ax.legend(
+            loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=len(WAIT_CAUSES), frameon=False
+        )
+    else:
+        _none(ax, "x")
     fig.tight_layout()
-    png = _png(fig)
-    plt.close(fig)
-    return png
+    return fig

@@ -34,7 +34,8 @@ def write_html(runs: Sequence[Run], path: Path, title: str, notes: Sequence[str]
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title>",
         "<style>body{font-family:sans-serif;max-width:1150px;margin:1.5em auto;color:#222;"
-        "font-size:15px}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:13px}"
+        "font-size:15px;padding:0 1em}pre{background:#f6f6f6;padding:1em;font-size:13px;"
+        "white-space:pre-wrap;overflow-wrap:anywhere}@media(max-width:1000px){pre{font-size:11px}}"
         "img{max-width:100%}ul{padding-left:1.2em}"
         ".warning{background:#fde2e1;border-left:5px solid #c62828;padding:.6em 1em;"
         "font-weight:bold}</style>",
