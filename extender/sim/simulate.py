@@ -32,8 +32,9 @@ from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import PolicyError
 from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
+from extender.sim.calls import Extender
 from extender.sim.cluster import ClusterError, load_cluster, node_gpus
-from extender.sim.driver import Driver, Extender, Options
+from extender.sim.driver import Driver, Options
 from extender.sim.inprocess import InProcess
 from extender.sim.progress import run_progress, runs_progress
 from extender.sim.report.figures import figures

@@ -22,11 +22,13 @@ from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import parse_policy
 from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
+from extender.sim.calls import Tick
 from extender.sim.cluster import synthetic
-from extender.sim.driver import Driver, Options, SimPod, Tick
+from extender.sim.driver import Driver, Options
 from extender.sim.inprocess import InProcess
 from extender.sim.report.figures import figures
 from extender.sim.report.tables import summary
+from extender.sim.runs import SimPod
 from extender.sim.simulate import parse_variant, without_lifecycle
 from extender.sim.workload import CONTROLLER, Faults, JobSpec, Mix, generate, with_faults
 from tests.builders import policy_doc, queue

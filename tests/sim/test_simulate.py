@@ -19,7 +19,7 @@ from extender.kube.convert import node_from_api
 from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
 from extender.sim.cluster import ClusterError, load_cluster, synthetic
-from extender.sim.driver import Driver, Options, SimPod
+from extender.sim.driver import Driver, Options
 from extender.sim.fit import FitIndex
 from extender.sim.inprocess import InProcess
 from extender.sim.report.cells import by_variant
@@ -29,6 +29,7 @@ from extender.sim.report.page import write_html
 from extender.sim.report.rows import SUMMARY_ROWS
 from extender.sim.report.tables import summary
 from extender.sim.report.verdicts import difference_table, differences
+from extender.sim.runs import SimPod
 from extender.sim.workload import (
     JobSpec,
     Mix,

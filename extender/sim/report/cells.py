@@ -7,8 +7,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from extender.sim.driver import WAIT_CAUSES
 from extender.sim.report.figures import Run
+from extender.sim.runs import WAIT_CAUSES
 
 NOT_MODELLED = "—"  # a figure a run does not have (the baseline's waste without faults)
 

@@ -11,10 +11,10 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from extender.sim.driver import WAIT_CAUSES
 from extender.sim.report.cells import by_variant, cause_hours, spread
 from extender.sim.report.figures import HOUR, Run
 from extender.sim.report.rows import VARIANT_BARS
+from extender.sim.runs import WAIT_CAUSES
 
 
 def _png(figure: Any) -> str:

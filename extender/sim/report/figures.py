@@ -11,7 +11,8 @@ from typing import Any
 
 from extender.core.queues.fair_order import fair_shares
 from extender.core.queues.policy import Policy
-from extender.sim.driver import WAIT_CAUSES, Driver, JobRecord
+from extender.sim.driver import Driver
+from extender.sim.runs import WAIT_CAUSES, JobRecord
 from extender.sim.workload import FAULTS
 
 HOUR = 3600.0

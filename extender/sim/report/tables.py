@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from textwrap import shorten
 
-from extender.sim.driver import WAIT_CAUSES
 from extender.sim.report.cells import (
     NOT_MODELLED,
     REASON_WIDTH,
@@ -20,6 +19,7 @@ from extender.sim.report.cells import (
 from extender.sim.report.figures import Run
 from extender.sim.report.rows import QUEUE_ROWS, summary_rows
 from extender.sim.report.verdicts import nothing_started, nothing_started_line
+from extender.sim.runs import WAIT_CAUSES
 from extender.sim.workload import FAULTS
 
 
