@@ -29,7 +29,8 @@ from extender.sim.inprocess import InProcess
 from extender.sim.report.figures import figures
 from extender.sim.report.tables import summary
 from extender.sim.runs import SimPod
-from extender.sim.simulate import parse_variant, without_lifecycle
+from extender.sim.simulate import without_lifecycle
+from extender.sim.simulate_args import Variant, parse_variant
 from extender.sim.workload import CONTROLLER, Faults, JobSpec, Mix, generate, with_faults
 from tests.builders import policy_doc, queue
 
@@ -344,8 +345,6 @@ def test_a_variant_may_leave_the_policy_s_lifecycle_rules_out() -> None:
 
 
 def _base() -> Any:
-    from extender.sim.simulate import Variant
-
     return Variant("gangplank", "synthetic:2x8", str(LIFECYCLE_POLICY))
 
 
