@@ -85,7 +85,7 @@ def arrival_queues(
                     f"--compare: {first.source} has the leaf queues "
                     f"{', '.join(sorted(_leaves(first)))} and {other.source} has "
                     f"{', '.join(sorted(_leaves(other)))}: the same arrivals cannot run on both "
-                    "(compare policies of the same queues, or give --policy and --queues)"
+                    "(compare policies of the same leaf queues)"
                 )
         opened = [q for q in _leaves(first) if any(p.queues[q].state == "open" for p in compared)]
         queues = dict.fromkeys(opened or _leaves(first), 1.0)

@@ -133,8 +133,8 @@ def test_policies_compared_on_different_queues_are_refused_in_one_line(tmp_path:
     assert done.returncode == 2
     assert done.stderr == (
         f"gangplank simulate: --compare: {a} has the leaf queues serve, train and {b} has "
-        "batch, train: the same arrivals cannot run on both (compare policies of the same "
-        "queues, or give --policy and --queues)\n"
+        "batch, train: the same arrivals cannot run on both (compare policies of the same leaf "
+        "queues)\n"
     )
     assert not (tmp_path / "out").exists()
 
