@@ -142,9 +142,8 @@ def charts(runs: Sequence[Run]) -> list[tuple[str, Any]]:
     ):
         cols = min(2, len(queues)) or 1
         rows = -(-len(queues) // cols) or 1
-        fig, axes = plt.subplots(
-            rows, cols, figsize=(11, 2.6 * rows + 0.8), sharex=True, squeeze=False
-        )
+        height = 2.6 * rows + 0.8
+        fig, axes = plt.subplots(rows, cols, figsize=(11, height), sharex=True, squeeze=False)
         for ax, queue in zip(axes.flat, queues, strict=False):
             highest = 0.0
             for run in firsts:
@@ -166,9 +165,10 @@ def charts(runs: Sequence[Run]) -> list[tuple[str, Any]]:
             ax.set_visible(False)
         for ax in axes[-1]:
             ax.set_xlabel(unit)
-        if queues:
-            _legend_above(axes.flat[0], len(firsts))
-        fig.tight_layout()
+        # one legend over the panels, clear of their titles (the queues' names)
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper right", ncols=len(firsts), frameon=False)
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / height))
         out.append((title(main, seeded), fig))
 
     queues = sorted({q for r in runs for q in r["queues"]})
