@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from extender.service.kicker import RETRY_ANNOTATION
 from extender.service.server import serve_command
 from extender.sim.apiserver import FakeApiServer
-from extender.sim.driver import Filtered, SimPod, Tick
+from extender.sim.calls import Filtered, Tick
+from extender.sim.runs import SimPod
 
 if TYPE_CHECKING:
     from extender.cli.demo import DemoServer
