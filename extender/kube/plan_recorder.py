@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from extender.core.gangs.plan_record import PLAN_ANNOTATION, ToWrite
-from extender.service.kicker import Patcher
+from extender.kube.patcher import Patcher
 
 log = logging.getLogger("gangplank.plans")
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from extender.service.kicker import RETRY_ANNOTATION
+from extender.kube.patcher import RETRY_ANNOTATION
 from extender.service.server import serve_command
 from extender.sim.apiserver import FakeApiServer
 from extender.sim.driver import Filtered, SimPod, Tick
