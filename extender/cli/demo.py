@@ -27,6 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from extender.core.model.text import shorten
 from extender.service.server import serve_command
 
 DATA = Path(str(files("extender") / "data"))
@@ -263,7 +264,7 @@ def _walk_through(server: DemoServer, once: bool) -> int:
         failures += status != 200
         with contextlib.suppress(ValueError):
             text = json.dumps(json.loads(text))
-        print(f"  -> HTTP {status} {text[:600]}\n")
+        print(f"  -> HTTP {status} {shorten(text, 600)}\n")
     print(f"# the queues: use, guarantee, max, borrowing, waiting jobs\ncurl -s {base}/queues")
     failures += show_queues(f"{base}/queues")
     print(f"curl -s {base}/readyz; curl -s {base}/metrics | grep gangplank_\n")

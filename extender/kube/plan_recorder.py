@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from extender.core.gangs.plan_record import PLAN_ANNOTATION, ToWrite
+from extender.core.model.text import shorten
 from extender.kube.patcher import Patcher
 
 log = logging.getLogger("gangplank.plans")
@@ -80,7 +81,7 @@ class PlanRecorder:
             self._patcher.annotate(record.namespace, record.name, PLAN_ANNOTATION, record.value)
         except Exception as err:  # the API server's refusal or a network fault: said, not raised
             status = getattr(err, "status", None)
-            return f"HTTP {status}" if status else f"{type(err).__name__}: {str(err)[:200]}"
+            return f"HTTP {status}" if status else f"{type(err).__name__}: {shorten(str(err), 200)}"
         return ""
 
     def close(self) -> None:

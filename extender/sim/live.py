@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.cli.demo import DemoServer, run_guarded, show_queues
+from extender.core.model.text import shorten
 from extender.core.queues.policy import Policy
 from extender.policy.file import load_policy
 from extender.sim.cluster import load_cluster, node_gpus
@@ -64,7 +65,7 @@ class LiveView:
         for job, reason in reasons.items():
             if self.told.get(job) != reason and reason:
                 self.told[job] = reason
-                print(f"{self.now():6.1f}s  waiting    {job}: {reason[:160]}", flush=True)
+                print(f"{self.now():6.1f}s  waiting    {job}: {shorten(reason, 160)}", flush=True)
 
 
 def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -> int:
