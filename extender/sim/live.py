@@ -9,6 +9,7 @@ until Ctrl-C, or exits at the end with --once.
 from __future__ import annotations
 
 import sys
+import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,14 @@ def _live_demo(server: DemoServer, once: bool, jobs: int, seconds: float, out: P
         min_duration=3.0,
     )
     workload = generate(mix, per_node)
-    extender = HttpExtender(server.port, policy_path, log_level="error", server=server)
     clock = WallClock()
+    extender = HttpExtender(
+        server.port,
+        policy_path,
+        log_level="error",
+        server=server,
+        epoch=time.time() - clock.now(),  # pods are stamped from the real clock, as gangplank's
+    )
     view = LiveView(clock.now, {j.name: j for j in workload})
     print(
         f"gangplank demo: {len(nodes)} nodes ({gpus} GPUs) served by a fake API server on "
