@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from extender.core.model.gpu_use import GpuUse
 from extender.core.queues.policy_parse import parse_policy
 from extender.kube.binder import StoreBinder
+from extender.kube.requeue_store import LogRequeueStore
 from extender.observe import dashboard
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime
@@ -40,7 +41,8 @@ class _Prometheus:
 
 def exported_text() -> str:
     """/metrics of a gangplank with a queue, GPU nodes and waiting work, that has read GPU use
-    once (`--prometheus-url` and an idle-GPU rule: gangplank_gpu_use_* appear after a read)."""
+    once (`--prometheus-url` and an idle-GPU rule: gangplank_gpu_use_* appear after a read) and
+    its requeue records (gangplank_requeue_records_up appears after a read)."""
     doc = policy_doc(queue("research", guarantee={"nvidia.com/gpu": "8"}))
     doc["lifecycle"] = {"idleGpu": {"below": 5, "for": "30m", "action": "report"}}
     cluster = Cluster(
@@ -54,8 +56,10 @@ def exported_text() -> str:
         preloaded=True,
         policy=parse_policy(doc),
         gpu_use=_Prometheus(),
+        requeue_store=LogRequeueStore(),
     )
     runtime.lifecycle_io.read_use()
+    runtime.lifecycle_io.load_records()
     client: FlaskClient = create_app(runtime).test_client()
     client.post("/scheduler/filter", json={"Pod": pod("p"), "NodeNames": ["n0"]})
     return client.get("/metrics").get_data(as_text=True)

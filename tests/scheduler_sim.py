@@ -44,7 +44,7 @@ from extender.service.watches import build_reflectors
 from extender.web.app import create_app
 from tests.fakeapi import FakeApiServer
 
-REQUEUE_CONFIGMAP = ("gangplank-system", "gangplank-requeues")
+REQUEUE_CONFIGMAP = ("gangplank", "gangplank-requeues")
 
 
 class _QuietHandler(WSGIRequestHandler):

@@ -95,7 +95,8 @@ def render_queues(report: dict[str, Any]) -> str:
 
 def render_status(status: dict[str, Any]) -> str:
     gangs = ", ".join(f"{k} {v}" for k, v in sorted(status.get("gangs", {}).items()))
-    lines = [f"gangs: {gangs or 'none'}; reserved pods: {status.get('reservedPods', 0)}"]
+    lines = [f"{what} rules paused: {why}" for what, why in (status.get("paused") or {}).items()]
+    lines.append(f"gangs: {gangs or 'none'}; reserved pods: {status.get('reservedPods', 0)}")
     hold = status.get("hold")
     lines.append(
         f"hold: freed capacity is kept for {hold['job']}, first in line "

@@ -44,6 +44,14 @@ class RequeueStoreError(RuntimeError):
     """The ConfigMap could not be read or written; the message says what the API server said."""
 
 
+# What a refusal of the ConfigMap means where gangplank is deployed from manifests/.
+REFUSED_HINT = (
+    "; gangplank's Role lets it use only the ConfigMap it names, in the namespace gangplank is "
+    "deployed in (manifests/base/rbac-extender.yaml): set $POD_NAMESPACE to that namespace or "
+    "--requeue-configmap to that ConfigMap, or grant gangplank this one"
+)
+
+
 class RequeueStorage(Protocol):
     def load(self) -> dict[str, dict[str, Any]]:
         """Every job's record: job key -> its JSON dict (none kept: {})."""
@@ -104,6 +112,9 @@ class RequeueStore:
     def where(self) -> str:
         return f"ConfigMap {self._namespace}/{self._name}"
 
+    def _records(self, doing: str) -> str:
+        return f"cannot {doing} requeue records {self._namespace}/{self._name}"
+
     def load(self) -> dict[str, dict[str, Any]]:
         """Every job's record; {} when the ConfigMap does not exist. A key or value that is not
         one this store writes is logged and skipped. Raises RequeueStoreError when the API
@@ -148,10 +159,13 @@ class RequeueStore:
             }
             try:
                 if found is None:
-                    self._call(self._core.create_namespaced_config_map, self._namespace, body)
+                    self._call(
+                        "write", self._core.create_namespaced_config_map, self._namespace, body
+                    )
                 else:
                     body["metadata"]["resourceVersion"] = found[0]
                     self._call(
+                        "write",
                         self._core.replace_namespaced_config_map,
                         self._name,
                         self._namespace,
@@ -160,7 +174,7 @@ class RequeueStore:
                 return
             except ApiException as err:
                 if err.status != 409:  # 409: changed or created by another writer since read
-                    raise self._error("writing", err) from None
+                    raise self._error("write", err) from None
                 log.info("%s changed since read; writing again", self.where)
         raise RequeueStoreError(
             f"{self.where}: still changed by another writer after {self._attempts} attempts"
@@ -169,18 +183,20 @@ class RequeueStore:
     def _read(self) -> tuple[str, dict[str, str]] | None:
         """(resourceVersion, data) of the ConfigMap, or None when it does not exist."""
         try:
-            obj = self._call(self._core.read_namespaced_config_map, self._name, self._namespace)
+            obj = self._call(
+                "read", self._core.read_namespaced_config_map, self._name, self._namespace
+            )
         except ApiException as err:
             if err.status == 404:
                 return None
-            raise self._error("reading", err) from None
+            raise self._error("read", err) from None
         if not isinstance(obj, dict):
-            raise RequeueStoreError(f"{self.where}: the API server sent no object")
+            raise RequeueStoreError(f"{self._records('read')}: the API server sent no object")
         metadata = obj.get("metadata") or {}
         data = obj.get("data") or {}
         return str(metadata.get("resourceVersion") or ""), dict(data)
 
-    def _call(self, method: Any, *args: Any) -> Any:
+    def _call(self, doing: str, method: Any, *args: Any) -> Any:
         """Call the client without its model classes: the answer's JSON, parsed. Faults other
         than an HTTP status are raised as RequeueStoreError."""
         try:
@@ -188,16 +204,25 @@ class RequeueStore:
         except ApiException:
             raise
         except Exception as err:  # connection refused or reset, timed out: no HTTP status
-            raise RequeueStoreError(f"{self.where}: API server unreachable: {err}") from None
+            raise RequeueStoreError(
+                f"{self._records(doing)}: API server unreachable: {err}"
+            ) from None
         try:
             return orjson.loads(response.data)
         except orjson.JSONDecodeError:
-            raise RequeueStoreError(f"{self.where}: the API server's answer is no JSON") from None
+            raise RequeueStoreError(
+                f"{self._records(doing)}: the API server's answer is no JSON"
+            ) from None
         finally:
             response.release_conn()
 
     def _error(self, doing: str, err: ApiException) -> RequeueStoreError:
-        return RequeueStoreError(f"{doing} {self.where}: HTTP {err.status}: {api_message(err)}")
+        """`cannot read requeue records NS/NAME: 403 Forbidden (the API server's words)`, with
+        what to do when gangplank may not."""
+        words = api_message(err)
+        said = f" ({words})" if words != err.reason else ""
+        hint = REFUSED_HINT if err.status in (401, 403) else ""
+        return RequeueStoreError(f"{self._records(doing)}: {err.status} {err.reason}{said}{hint}")
 
 
 class LogRequeueStore:

@@ -268,6 +268,16 @@ def build() -> dashboard.Dashboard:
                 "meanwhile; /readyz says why). Empty without an idle-GPU rule.",
             )
         )
+        .with_panel(
+            series(
+                "Requeue records read",
+                "none",
+                query(f"max({leader('gangplank_requeue_records_up')})", "read (1) or failing (0)"),
+                description="--requeue-configmap: 0 while the records cannot be read (the "
+                "not-ready and max-runtime rules requeue no job meanwhile; /readyz and `gangplank "
+                "status` say why).",
+            )
+        )
         .with_row(dashboard.Row("Extender health"))
         .with_panel(
             series(

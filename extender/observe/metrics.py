@@ -231,6 +231,8 @@ class Metrics:
         )
         self._gpu_use = _GpuUseCollector()
         r.register(self._gpu_use)
+        self._records = _RecordsCollector()
+        r.register(self._records)
 
         self.waste = Counter(
             "gangplank_waste_gpu_seconds",
@@ -295,6 +297,10 @@ class Metrics:
     def gpu_use_read(self, use: GpuUse) -> None:
         """One read of GPU utilisation from Prometheus (see extender/observe/gpu_use.py)."""
         self._gpu_use.read(use)
+
+    def requeue_records_read(self, ok: bool) -> None:
+        """One attempt to read the requeue records back (see extender/service/lifecycle_io.py)."""
+        self._records.up = ok
 
     def lock_hold(self, holder: str, waited: float, held: float) -> None:
         """One hold of the decision lock (see extender/service/decision_lock.py)."""
@@ -428,6 +434,25 @@ class _GpuUseCollector(Collector):
         )
         pods.add_metric([], self._pods)
         return [up, errors, pods]
+
+
+class _RecordsCollector(Collector):
+    """Whether the requeue records were read back: no series before the first attempt (none
+    where they are not kept: the demo, --cluster-file; none on a replica that never led)."""
+
+    def __init__(self) -> None:
+        self.up: bool | None = None
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        if self.up is None:
+            return []
+        up = GaugeMetricFamily(
+            "gangplank_requeue_records_up",
+            "1 when the requeue records (--requeue-configmap) were read back, 0 while they "
+            "cannot be: the not-ready and max-runtime lifecycle rules then requeue no job.",
+        )
+        up.add_metric([], 1.0 if self.up else 0.0)
+        return [up]
 
 
 class _GangCollector(Collector):

@@ -13,8 +13,8 @@ from extender.core.queues.admission import check_state
 from extender.core.queues.lifecycle import describe_lifecycle
 from extender.core.queues.policy import Policy, describe_amounts
 from extender.core.queues.policy_parse import PolicyError, parse_policy
-from extender.policy.file import load_policy, strict_load_all
-from extender.policy.importer import ImportRefused, import_sources
+from extender.policy.file import load_policy, strict_load_all, yaml_message
+from extender.policy.importing import ImportRefused, import_sources
 
 
 def summary(policy: Policy) -> list[str]:
@@ -99,9 +99,13 @@ def import_policy(paths: Sequence[str]) -> int:
     for path in paths:
         try:
             text = sys.stdin.read() if path == "-" else Path(path).read_text()
+        except OSError as err:
+            print(f"gangplank policy import: {path}: cannot read: {err.strerror}", file=sys.stderr)
+            return 2
+        try:
             sources.append((path, [d for d in strict_load_all(text) if d is not None]))
-        except (OSError, yaml.YAMLError) as err:
-            print(f"gangplank policy import: {path}: {err}", file=sys.stderr)
+        except yaml.YAMLError as err:
+            print(f"gangplank policy import: {yaml_message(path, text, err)}", file=sys.stderr)
             return 2
     try:
         imported = import_sources(sources)

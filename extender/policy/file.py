@@ -72,6 +72,26 @@ def strict_load_all(text: str) -> Iterator[Any]:
     return yaml.load_all(text, Loader=StrictLoader)  # a safe loader
 
 
+def yaml_message(source: str, text: str, err: yaml.YAMLError) -> str:
+    """What is wrong with the YAML of `source`, in one line that starts `file:line`: a tab that
+    indents a line is said to be one (PyYAML calls it a character that cannot start a token)."""
+    if isinstance(err, DuplicateKeyError):
+        return f"{source}: {err}"
+    if not isinstance(err, yaml.MarkedYAMLError) or err.problem_mark is None:
+        return f"{source}: not valid YAML: {' '.join(str(err).split())}"
+    mark, context = err.problem_mark, err.context_mark
+    lines = text.splitlines()
+    for number in range(context.line if context else mark.line, mark.line + 1):
+        line = lines[number] if number < len(lines) else ""
+        if "\t" in line[: len(line) - len(line.lstrip(" \t"))]:
+            return (
+                f"{source}:{number + 1}: a tab indents this line; YAML cannot be indented with "
+                "tabs: indent it with spaces"
+            )
+    where = f" ({err.context} that starts on line {context.line + 1})" if context else ""
+    return f"{source}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {err.problem}{where}"
+
+
 def load_policy(path: str | Path) -> Policy:
     """The validated policy in `path`; PolicyError names the file, the queue and the field. Its
     `warnings` name resource names that look mistyped (it loads all the same)."""
@@ -82,10 +102,8 @@ def load_policy(path: str | Path) -> Policy:
         raise PolicyError(f"{source}: cannot read: {err.strerror or err}") from None
     try:
         data = strict_load(text)
-    except DuplicateKeyError as err:
-        raise PolicyError(f"{source}: {err}") from None
     except yaml.YAMLError as err:
-        raise PolicyError(f"{source}: not valid YAML: {err}") from None
+        raise PolicyError(yaml_message(source, text, err)) from None
     return parse_policy(data, source)
 
 

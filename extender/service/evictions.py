@@ -19,7 +19,7 @@ from extender.kube.evictor import Evictor
 from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
-from extender.service.kicker import run_step
+from extender.service.steps import Steps
 
 log = logging.getLogger("gangplank")
 
@@ -44,7 +44,7 @@ class Evictions:
         self.lock = lock
         self.metrics = metrics
         self.clock = clock
-        self._on_error = on_error  # a victim job's eviction raised (step "evict")
+        self._steps = Steps(on_error)  # a victim job's eviction raised (step "evict")
         self._waited_for_record: set[str] = set()  # plans whose evictions wait for their record
 
     def carry_out(self, evictions: list[Eviction]) -> None:
@@ -54,7 +54,7 @@ class Evictions:
         for eviction in evictions:
             jobs.setdefault(eviction.job, []).append(eviction)
         for pods in jobs.values():
-            run_step("evict", partial(self._evict, pods), self._on_error)
+            self._steps.run("evict", partial(self._evict, pods))
 
     def _evict(self, pods: list[Eviction]) -> None:
         outcome = self.evictor.evict(pods)

@@ -14,7 +14,7 @@ pending pod of the profile (`Engine.adopt_pending`, in `service/periodic.py`):
 kube-scheduler may hold pods parked that this process never saw filtered, and without a nudge
 they would wait for its 5-minute flush. Nudges go out at most `max_per_pass` a pass; the rest
 follow in the next passes. The thread runs the periodic pass (`service/periodic.py`) step by
-step (`run_step`).
+step (`service/steps.py`).
 """
 
 from __future__ import annotations
@@ -28,23 +28,12 @@ from typing import TypeVar
 
 from extender.kube.leader import Leadership
 from extender.kube.patcher import Patcher
+from extender.service.steps import Steps
 
 log = logging.getLogger("gangplank.kick")
 T = TypeVar("T")
 
 MAX_NUDGES_PER_PASS = 500  # at most this many patches a pass (a pass every 0.5 s)
-
-
-def run_step(step: str, work: Callable[[], T], on_error: Callable[[str], None]) -> T | None:
-    """One step of the periodic pass: what it returns, or None when it raised. The exception is
-    logged with its traceback and counted (`on_error(step)`); the caller goes on with its next
-    step: a bug in one never silences the others, nor the passes after it."""
-    try:
-        return work()
-    except Exception:
-        log.exception("periodic pass: step %r failed; the pass goes on", step)
-        on_error(step)
-        return None
 
 
 class Kicker:
@@ -63,7 +52,10 @@ class Kicker:
         max_per_pass: int = MAX_NUDGES_PER_PASS,
         on_error: Callable[[str], None] = lambda step: None,
     ) -> None:
-        self._on_error = on_error  # a step of the pass raised (counted: periodic errors)
+        self._steps = Steps(on_error)  # a step of the pass raised (counted: periodic errors)
+        # The whole pass (a bug outside its steps), told apart from its step "pass" (the work
+        # it asks for), so that neither's failure reads as the other working again.
+        self._passes = Steps(on_error)
         self._after = after  # slower work of the pass (Events), once the nudges are out
         self._every = every  # work of every pass, leading or not (looking for late CRDs)
         # Called on the first pass that leads after one that did not: the scheduler took the
@@ -81,9 +73,9 @@ class Kicker:
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> int:
-        """One pass. A step that raises is logged with its traceback and counted
-        (`on_error(step)`), and the pass goes on with the next step: a bug in one never
-        silences the others, nor the passes after it."""
+        """One pass. A step that raises is logged (`steps.py`: once a minute while it repeats)
+        and counted (`on_error(step)`), and the pass goes on with the next step: a bug in one
+        never silences the others, nor the passes after it."""
         self._step("every", self._every)
         if not self._step("leadership", self.leadership.is_leader):
             self._leading = False
@@ -105,7 +97,7 @@ class Kicker:
         return len(refs)
 
     def _step(self, step: str, work: Callable[[], T]) -> T | None:
-        return run_step(step, work, self._on_error)
+        return self._steps.run(step, work)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="kicker", daemon=True)
@@ -113,7 +105,7 @@ class Kicker:
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
-            self._step("pass", self.run_once)
+            self._passes.run("pass", self.run_once)
 
     def stop(self) -> None:
         self._stop.set()

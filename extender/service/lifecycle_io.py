@@ -9,7 +9,10 @@
   asks for its pending pods at once: a requeued job's new pods must not slip through before the
   pass), and each change the core made written after the pass (`kube/requeue_store.py`: a
   ConfigMap), so requeue counts and backoffs outlive a restart and a failover. A write that
-  fails is tried again at the next pass.
+  fails is tried again at the next pass. Until they are read the rules that requeue (not-ready,
+  max-runtime) act on no job: a read that fails is tried again every pass, and why it fails is
+  said in `/readyz`'s detail, `gangplank status` (`paused`), `gangplank_requeue_records_up` and
+  the log (once a minute: `steps.py`).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class LifecycleIO:
         self._loaded = False
         self._loading = threading.Lock()  # one read at a time (calls come on many threads)
         self._failed_at = float("-inf")  # when the records could not be read (monotonic)
+        self.records_problem = ""  # why the records could not be read ("" once they were)
         if store is not None:  # no job is requeued before the kept counts are read
             scheduler.lifecycle.requeues.known = False
 
@@ -106,15 +110,28 @@ class LifecycleIO:
                 records = self.store.load()
             except Exception as err:
                 self._failed_at = time.monotonic()
+                self.records_problem = " ".join(str(err).split()) or type(err).__name__
+                self.metrics.requeue_records_read(False)
                 if not asked:
-                    raise
-                log.warning("requeue records not read back yet (the pass tries again): %s", err)
+                    raise  # the pass's step tells it (once a minute while it repeats)
+                log.debug("requeue records not read back yet (the pass tries again): %s", err)
                 return
             with self.lock.by("requeue records read back"):
                 loaded = self.scheduler.lifecycle.requeues.load(records)
             self._loaded = True
+            self.records_problem = ""
+            self.metrics.requeue_records_read(True)
         if loaded:
             log.info("read back %d requeue record(s) kept before this process led", loaded)
+
+    def paused(self) -> str:
+        """Why the lifecycle rules that requeue act on no job now, or "" when they do."""
+        if not self.records_problem:
+            return ""
+        return (
+            f"{self.records_problem} (the not-ready and max-runtime rules requeue no job until "
+            "the records are read; tried again every pass)"
+        )
 
     def lead_taken(self) -> None:
         """The records are read again, and until they are no job is requeued (its count would

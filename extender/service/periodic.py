@@ -6,8 +6,8 @@ nudges, reclaim planning) under the lock, the plans made since are recorded, the
 core queued are carried out (`service/evictions.py`), and what the core counted goes into the
 metrics; once the nudges are out, its notices become Events. Leading or not: the pending pods are
 looked through once the first full lists are in, and a PodGroup kind that pods wait for is looked
-for again. Each of these is a step (`kicker.run_step`): one that raises is logged with its
-traceback and counted in `gangplank_periodic_errors_total{step}`, and the others still run.
+for again. Each of these is a step (`steps.py`): one that raises is logged (once a minute while
+it repeats) and counted in `gangplank_periodic_errors_total{step}`, and the others still run.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
 from extender.service.evictions import Evictions
-from extender.service.kicker import run_step
 from extender.service.lifecycle_io import LifecycleIO
 from extender.service.readiness import Readiness
+from extender.service.steps import Steps
 
 REDISCOVER_SECONDS = 3.0  # how often a PodGroup kind that pods wait for is looked for again
 LEARN_SECONDS = 60.0  # how often the mix of job shapes placement scores keep room for is counted
@@ -90,7 +90,7 @@ class PeriodicPass:
         self.metrics = metrics
         self.leading = leading
         self.publish = publish
-        self._on_error = on_error
+        self._steps = Steps(on_error)
         self._learned_at = float("-inf")
         self._rediscovered_at = float("-inf")
         self._untold: list[tuple[list[Notice], Snapshot]] = []
@@ -104,7 +104,7 @@ class PeriodicPass:
         self._was_stale = False
 
     def _step(self, step: str, work: Callable[[], T]) -> T | None:
-        return run_step(step, work, self._on_error)
+        return self._steps.run(step, work)
 
     def every(self) -> None:
         """Work of every pass, leading or not."""

@@ -157,13 +157,24 @@ class Runtime:
         return self.readiness.staleness()
 
     def ready(self) -> tuple[bool, str]:
-        """Readiness (`readiness.py`), its detail telling when GPU use could not be read: never
-        a reason to fail it, as only the idle-GPU rule waits (it acts on no job meanwhile)."""
+        """Readiness (`readiness.py`), its detail telling when GPU use or the requeue records
+        could not be read: never a reason to fail it, as only lifecycle rules wait (they act on
+        no job meanwhile) while scheduling goes on, and a replica whose pod is not ready cannot
+        be rolled out past nor fail over to."""
         ready, reason = self.readiness.ready()
         problem = self.lifecycle_io.problem
         if problem:
             reason += f"; GPU use not read, no job is found idle meanwhile: {problem}"
+        paused = self.lifecycle_io.paused()
+        if paused:
+            reason += f"; lifecycle rules paused: {paused}"
         return ready, reason
+
+    def status_figures(self) -> dict[str, Any]:
+        """What `gangplank status` shows: the decision state (`reports.py`), and under `paused`
+        the rules that act on no job now, with why."""
+        paused = self.lifecycle_io.paused()
+        return {**self.reports.status_figures(), "paused": {"lifecycle": paused} if paused else {}}
 
     def restore_plans(self) -> None:
         """What earlier processes kept, back before a decision: the plans recorded on pods, and
@@ -237,6 +248,14 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
     from kubernetes import client
 
     watch_client, bind_client = api_clients(settings)
+    lease = f", the scheduler's Lease {settings.leader_lease}" if settings.leader_lease else ""
+    log.info(
+        "gangplank's namespace is %s (from %s): requeue records in ConfigMap %s%s",
+        settings.namespace.name,
+        settings.namespace.source,
+        settings.requeue_configmap,
+        lease,
+    )
     leadership: Leadership = AlwaysLeader()
     if settings.leader_lease:
         namespace, name = settings.leader_lease.split("/", 1)

@@ -16,9 +16,12 @@ from extender.policy.file import load_policy
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # Where requeue records are kept when --requeue-configmap is not given: this name, in the
-# namespace gangplank runs in ($POD_NAMESPACE, from the downward API), else this one.
+# namespace gangplank runs in (`find_namespace`).
 REQUEUE_CONFIGMAP = "gangplank-requeues"
-DEFAULT_NAMESPACE = "gangplank-system"
+# The namespace gangplank runs in when nothing tells it: the one manifests/ put it in.
+DEFAULT_NAMESPACE = "gangplank"
+# Where Kubernetes mounts a pod's service account, its namespace beside the token.
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(
     r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
@@ -30,6 +33,17 @@ class SettingsError(ValueError):
 
 
 WORKER_CLASSES = ("gthread", "gevent")
+
+
+@dataclass(frozen=True)
+class OwnNamespace:
+    """The namespace gangplank runs in, and what told it (for the startup log line)."""
+
+    name: str
+    source: str
+
+
+UNTOLD = OwnNamespace(DEFAULT_NAMESPACE, "the default: manifests/' namespace")
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,9 @@ class Settings:
     gpu_util_namespace_label: str = "namespace"
     gpu_util_pod_label: str = "pod"
     requeue_configmap: str = f"{DEFAULT_NAMESPACE}/{REQUEUE_CONFIGMAP}"
+    # The namespace gangplank runs in (`find_namespace`), not a flag: the namespace of the
+    # requeue ConfigMap and of the Lease when their flags name none.
+    namespace: OwnNamespace = UNTOLD
 
     def validate(self) -> Settings:
         if not self.url_prefix.startswith("/") or (
@@ -102,11 +119,11 @@ class Settings:
         if self.policy:
             _check_policy(self.policy)
         if self.leader_lease and self.leader_lease.count("/") != 1:
-            raise SettingsError(f"--leader-lease {self.leader_lease!r} must be NAMESPACE/NAME")
+            raise SettingsError(f"--leader-lease {self.leader_lease!r} must be [NAMESPACE/]NAME")
         namespace, _, name = self.requeue_configmap.partition("/")
         if not (_DNS_LABEL.fullmatch(namespace) and _DNS_SUBDOMAIN.fullmatch(name)):
             raise SettingsError(
-                f"--requeue-configmap {self.requeue_configmap!r} must be NAMESPACE/NAME "
+                f"--requeue-configmap {self.requeue_configmap!r} must be [NAMESPACE/]NAME "
                 "(a namespace and a ConfigMap name as Kubernetes allows them)"
             )
         for label, seconds in (
@@ -160,6 +177,46 @@ def _env_bool(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def find_namespace(
+    env: Mapping[str, str],
+    kubeconfig: str | None,
+    namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE,
+) -> OwnNamespace:
+    """The namespace gangplank runs in, found as Kubernetes' client libraries find theirs:
+    $POD_NAMESPACE (the downward API), the service account's namespace file (in a pod), the
+    namespace of the current context of `kubeconfig` (None: none consulted), else the one
+    manifests/ put gangplank in. A source that names no valid namespace is passed over."""
+    found = (env.get("POD_NAMESPACE") or "").strip()
+    if _DNS_LABEL.fullmatch(found):
+        return OwnNamespace(found, "$POD_NAMESPACE")
+    try:
+        found = namespace_file.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        found = ""
+    if _DNS_LABEL.fullmatch(found):
+        return OwnNamespace(found, f"the service account's {namespace_file}")
+    if kubeconfig:
+        context = _kubeconfig_context(kubeconfig)
+        if context is not None and _DNS_LABEL.fullmatch(context[1]):
+            return OwnNamespace(context[1], f"context {context[0]} of kubeconfig {kubeconfig}")
+    return UNTOLD
+
+
+def _kubeconfig_context(kubeconfig: str) -> tuple[str, str] | None:
+    """(name, namespace) of the current context of `kubeconfig` (paths joined as $KUBECONFIG
+    joins them), as the kubernetes client reads it; None when it cannot tell."""
+    from kubernetes import config
+
+    try:
+        _, current = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except Exception:  # no such file, not YAML, no context: it names no namespace
+        return None
+    if not isinstance(current, dict) or not isinstance(current.get("context"), dict):
+        return None
+    namespace = current["context"].get("namespace")
+    return (str(current.get("name")), namespace) if isinstance(namespace, str) else None
+
+
 # Every setting a flag can set, with its help; the flag is `--<name-with-dashes>`, the variable
 # GANGPLANK_<NAME>, the type and default those of the Settings field.
 FLAGS: dict[str, str] = {
@@ -184,14 +241,17 @@ FLAGS: dict[str, str] = {
     "max_body_bytes": "largest request body accepted",
     "body_seconds": "seconds a client has to send a whole request body before it is "
     "answered 408 (a stalled or dribbling client must not hold one of the worker's threads)",
-    "leader_lease": "NAMESPACE/NAME of the scheduler's leader-election Lease; gangplank acts on "
-    "its own (nudging parked pods) only while its scheduler holds it. Unset: always",
+    "leader_lease": "[NAMESPACE/]NAME of the scheduler's leader-election Lease (a name alone: in "
+    "gangplank's namespace); gangplank acts on its own (nudging parked pods) only while its "
+    "scheduler holds it. Unset: always",
     "identity": "this replica's Lease holder prefix (default: $POD_NAME or $HOSTNAME)",
     "reservation_seconds": "a gang plan whose members do not bind within this is released",
     "hold_seconds": "how long the first gang in line keeps freed capacity",
-    "requeue_configmap": "NAMESPACE/NAME of the ConfigMap that keeps requeue records (backoffs "
-    "and counts of jobs evicted by the lifecycle rules) across restarts and failovers; the "
-    f"namespace defaults to $POD_NAMESPACE, else {DEFAULT_NAMESPACE}",
+    "requeue_configmap": "[NAMESPACE/]NAME of the ConfigMap that keeps requeue records (backoffs "
+    "and counts of jobs evicted by the lifecycle rules) across restarts and failovers (a name "
+    f"alone: in gangplank's namespace; default {REQUEUE_CONFIGMAP} there). gangplank's namespace: "
+    "$POD_NAMESPACE, else the service account's, else the kubeconfig context's, else "
+    f"{DEFAULT_NAMESPACE}",
     "stale_after": "seconds a kind's watch may be down before the cluster view counts as stale: "
     "gangs and queued jobs then wait and nothing is evicted (pass-through pods go on)",
     "prometheus_url": "Prometheus (or a server of its HTTP API) to read GPU utilisation from, for "
@@ -204,6 +264,10 @@ FLAGS: dict[str, str] = {
     "gpu_util_pod_label": "the metric's label holding the pod's name (exported_pod where "
     "Prometheus renamed dcgm-exporter's own)",
 }
+
+
+# Flags naming an object in the namespace gangplank runs in unless they name another.
+IN_OUR_NAMESPACE = ("requeue_configmap", "leader_lease")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str]) -> None:
@@ -219,8 +283,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str])
         fallback = getattr(defaults, name)
         if name == "kubeconfig":
             fallback = env.get("KUBECONFIG")
-        elif name == "requeue_configmap":
-            fallback = f"{env.get('POD_NAMESPACE') or DEFAULT_NAMESPACE}/{REQUEUE_CONFIGMAP}"
+        elif name in IN_OUR_NAMESPACE:
+            fallback = ""  # the namespace is found once the kubeconfig is known
         help_text = f"{text} (env {variable}"
         help_text += "; default %(default)s)" if fallback not in (None, False, "") else ")"
         if isinstance(fallback, bool):
@@ -240,14 +304,36 @@ def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str])
         )
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
+def settings_from_args(
+    args: argparse.Namespace,
+    env: Mapping[str, str] | None = None,
+    namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE,
+) -> Settings:
+    """The settings of parsed flags; the namespace gangplank runs in is found (`find_namespace`)
+    from `env` (default: the process's), `namespace_file` and the kubeconfig the flags name."""
+    env = os.environ if env is None else env
     values = {name: getattr(args, name) for name in FLAGS}
     if values["in_cluster"]:
         values["kubeconfig"] = None
-    return Settings(**values).validate()
+        kubeconfig = None  # a pod's client reads no kubeconfig, nor its namespace
+    else:
+        home = env.get("HOME")
+        kubeconfig = values["kubeconfig"] or (f"{home}/.kube/config" if home else None)
+    namespace = find_namespace(env, kubeconfig, namespace_file)
+    if not values["requeue_configmap"]:
+        values["requeue_configmap"] = REQUEUE_CONFIGMAP
+    for name in IN_OUR_NAMESPACE:
+        if values[name] and "/" not in values[name]:  # a name alone: in our namespace
+            values[name] = f"{namespace.name}/{values[name]}"
+    return Settings(**values, namespace=namespace).validate()
 
 
-def parse_serve_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
+def parse_serve_settings(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE,
+) -> Settings:
+    env = os.environ if env is None else env
     parser = argparse.ArgumentParser(prog="gangplank serve")
-    add_serve_arguments(parser, os.environ if env is None else env)
-    return settings_from_args(parser.parse_args(list(argv)))
+    add_serve_arguments(parser, env)
+    return settings_from_args(parser.parse_args(list(argv)), env, namespace_file)

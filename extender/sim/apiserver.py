@@ -1,11 +1,14 @@
 """A small fake Kubernetes API server over real HTTP, for tests that need one.
 
 It speaks what gangplank uses: paged lists, watches with resourceVersion and bookmarks, 410 Gone
-when history is compacted, pods/binding, and ConfigMaps read, created, replaced and patched with
-resourceVersion preconditions (409 Conflict when another writer came first) and their keys and
-size checked as the API server checks them. Faults are injected on purpose: a watch stream can be
-dropped mid-chunk, slowed down, stalled, or answered with 410 (as an HTTP status or as an ERROR
-event). Every request is recorded so tests can check what the client asked for.
+when history is compacted, pods bound and deleted, ConfigMaps read, created, replaced and patched
+with resourceVersion preconditions (409 Conflict when another writer came first) and their keys
+and size checked as the API server checks them, and workloads (batch/v1 Jobs, JobSets, the
+Kubeflow training jobs, RayJobs and RayClusters) read, listed and watched in a namespace and
+merge-patched one by one, their `/status` apart as a status subresource is. Faults are injected
+on purpose: a watch stream can be dropped mid-chunk, slowed down, stalled, or answered with 410
+(as an HTTP status or as an ERROR event). Every request is recorded so tests can check what the
+client asked for.
 """
 
 from __future__ import annotations
@@ -42,6 +45,40 @@ LIST_KINDS = {
     "coscheduling-podgroups": ("scheduling.x-k8s.io/v1alpha1", "PodGroupList"),
     "native-podgroups": ("scheduling.k8s.io/v1alpha2", "PodGroupList"),
 }
+
+# Workloads served one by one as well (GET, PATCH, and their /status), under
+# /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}: (group, version, plural) -> the
+# kind's key here and its Kind. batch/v1 Jobs are built in; the others are custom resources.
+WORKLOADS: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("batch", "v1", "jobs"): ("jobs", "Job"),
+    ("jobset.x-k8s.io", "v1alpha2", "jobsets"): ("jobsets", "JobSet"),
+    ("kubeflow.org", "v1", "pytorchjobs"): ("pytorchjobs", "PyTorchJob"),
+    ("kubeflow.org", "v1", "tfjobs"): ("tfjobs", "TFJob"),
+    ("kubeflow.org", "v1", "mpijobs"): ("mpijobs", "MPIJob"),
+    ("kubeflow.org", "v1", "xgboostjobs"): ("xgboostjobs", "XGBoostJob"),
+    ("kubeflow.org", "v1", "paddlejobs"): ("paddlejobs", "PaddleJob"),
+    ("kubeflow.org", "v1", "jaxjobs"): ("jaxjobs", "JAXJob"),
+    ("ray.io", "v1", "rayjobs"): ("rayjobs", "RayJob"),
+    ("ray.io", "v1", "rayclusters"): ("rayclusters", "RayCluster"),
+}
+KIND_PATHS.update({f"/apis/{g}/{v}/{p}": kind for (g, v, p), (kind, _) in WORKLOADS.items()})
+LIST_KINDS.update({kind: (f"{g}/{v}", f"{k}List") for (g, v, _), (kind, k) in WORKLOADS.items()})
+WORKLOAD_KINDS = frozenset(kind for kind, _ in WORKLOADS.values())
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+@dataclass(frozen=True)
+class Patched:
+    """A PATCH of a workload as it arrived (`body` parsed, or the raw text if it was not JSON)."""
+
+    kind: str
+    namespace: str
+    name: str
+    subresource: str  # "" or "status"
+    content_type: str
+    body: Any
 
 
 @dataclass
@@ -84,7 +121,10 @@ class State:
     evictions: list[tuple[str, str, bool]] = field(default_factory=list)  # ns, name, dry run
     posted_events: list[dict[str, Any]] = field(default_factory=list)
     config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)  # "ns/name" -> object
+    # Namespaces whose ConfigMaps the caller may not use: refused 403, as RBAC refuses.
+    forbidden_config_maps: set[str] = field(default_factory=set)
     down: bool = False  # an outage: every call answered 503, open watches cut
+    workload_patches: list[Patched] = field(default_factory=list)
 
 
 # What the API server accepts as a ConfigMap data key, and the most data one may hold.
@@ -126,8 +166,47 @@ def _merge_patch(target: Any, patch: Any) -> Any:
     return merged
 
 
+def _workload(parts: list[str]) -> tuple[str, str, str, str] | None:
+    """(kind, namespace, name, subresource) of a path to a workload or to a namespace's list of
+    them (name "" then), or None when the path is not one."""
+    if len(parts) < 6 or parts[0] != "apis" or parts[3] != "namespaces" or len(parts) > 8:
+        return None
+    served = WORKLOADS.get((parts[1], parts[2], parts[5]))
+    if served is None or (len(parts) == 8 and parts[7] != "status"):
+        return None
+    return (
+        served[0],
+        parts[4],
+        parts[6] if len(parts) > 6 else "",
+        parts[7] if len(parts) > 7 else "",
+    )
+
+
+def _served(kind: str) -> tuple[str, str, str]:
+    """(group, version, plural) of a workload kind."""
+    return next(path for path, (served, _) in WORKLOADS.items() if served == kind)
+
+
+def _resource_name(kind: str) -> str:
+    """The resource as the API server's messages name it: `jobs.batch`, `rayjobs.ray.io`."""
+    group, _, plural = _served(kind)
+    return f"{plural}.{group}"
+
+
+def _conflict(resource: str, name: str) -> str:
+    return (
+        f'Operation cannot be fulfilled on {resource} "{name}": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+
+
 def _bookmark(rv: int) -> dict[str, Any]:
     return {"kind": "Bookmark", "metadata": {"resourceVersion": str(rv)}}
+
+
+def _in(event: Event, namespace: str) -> bool:
+    """Whether a namespace's watch sends `event` (bookmarks go to every watch)."""
+    return event.type == "BOOKMARK" or event.obj["metadata"].get("namespace") == namespace
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -180,6 +259,8 @@ class FakeApiServer:
             meta = obj.setdefault("metadata", {})
             meta["resourceVersion"] = str(self.state.rv)
             meta.setdefault("uid", str(uuid.uuid4()))
+            if kind in WORKLOAD_KINDS:
+                meta.setdefault("generation", 1)
             key = _key(obj)
             event_type = "MODIFIED" if key in self.state.objects[kind] else "ADDED"
             self.state.objects[kind][key] = obj
@@ -249,6 +330,29 @@ class FakeApiServer:
     def config_map_calls(self) -> list[tuple[str, str]]:
         """(method, path) of every request made for ConfigMaps."""
         return [(m, p) for m, p, _ in self.state.requests if "/configmaps" in p]
+
+    def object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """An object of `kind` as stored (a copy), or None."""
+        with self.cond:
+            obj = self.state.objects[kind].get(f"{namespace}/{name}")
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def patches_of(self, kind: str) -> list[Patched]:
+        """Every PATCH sent for a workload of `kind` ("jobs", "jobsets"...), in order, refused
+        ones included."""
+        with self.cond:
+            return [p for p in self.state.workload_patches if p.kind == kind]
+
+    def workload_calls(self, kind: str) -> list[tuple[str, str]]:
+        """(method, path) of every request made for one object of `kind` or in one namespace."""
+        group, version, plural = _served(kind)
+        prefix = f"/apis/{group}/{version}/namespaces/"
+        with self.cond:
+            return [
+                (m, p)
+                for m, p, _ in self.state.requests
+                if p.startswith(prefix) and p[len(prefix) :].split("/")[1:2] == [plural]
+            ]
 
     def faults(self, kind: str) -> WatchFaults:
         return self.state.faults[kind]
@@ -325,6 +429,16 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             ):
                 self._config_map("GET", parts[3], parts[5], {})
                 return
+            workload = _workload(parts)
+            if workload is not None and workload[0] not in api.state.absent:
+                served, namespace, name, _ = workload
+                if name:
+                    self._get_workload(served, namespace, name)
+                elif query.get("watch") == ["true"]:
+                    self._watch(served, query, namespace)
+                else:
+                    self._list(served, query, namespace)
+                return
             kind = KIND_PATHS.get(url.path)
             if kind is None or kind in api.state.absent:
                 self._status(404, "NotFound", f"no route {url.path}")
@@ -333,9 +447,24 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._list(kind, query)
 
-        def _list(self, kind: str, query: dict[str, list[str]]) -> None:
+        def _get_workload(self, kind: str, namespace: str, name: str) -> None:
+            found = api.object(kind, namespace, name)
+            if found is None:
+                self._status(404, "NotFound", f'{_resource_name(kind)} "{name}" not found')
+            else:
+                self._json(200, found)
+
+        def _list(self, kind: str, query: dict[str, list[str]], namespace: str = "") -> None:
+            """Every object of `kind` (in `namespace` if one is named), a page at a time."""
             with api.cond:
-                items = sorted(api.state.objects[kind].values(), key=_key)
+                items = sorted(
+                    (
+                        o
+                        for o in api.state.objects[kind].values()
+                        if not namespace or o["metadata"].get("namespace") == namespace
+                    ),
+                    key=_key,
+                )
                 rv = api.state.rv
             limit = int(query.get("limit", ["0"])[0])
             start = int(query.get("continue", ["0"])[0] or 0)
@@ -358,7 +487,7 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
-        def _watch(self, kind: str, query: dict[str, list[str]]) -> None:
+        def _watch(self, kind: str, query: dict[str, list[str]], namespace: str = "") -> None:
             faults = api.state.faults[kind]
             since = int(query.get("resourceVersion", ["0"])[0] or 0)
             timeout = float(query.get("timeoutSeconds", ["30"])[0])
@@ -397,6 +526,11 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                         return
                     with api.cond:
                         pending = [e for e in api.state.events[kind] if e.rv > since]
+                        if namespace and pending:  # a namespace's watch: its objects only
+                            newest = pending[-1].rv
+                            pending = [e for e in pending if _in(e, namespace)]
+                            if not pending:
+                                since = newest
                         quiet = time.monotonic() - sent >= api.bookmark_every
                         if not pending and bookmarks and quiet and not faults.stall:
                             since = api.state.rv
@@ -430,17 +564,25 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def do_PATCH(self) -> None:
             url = urlparse(self.path)
             length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
             if self._down():
                 return
             parts = url.path.strip("/").split("/")
+            with api.cond:
+                api.state.requests.append(("PATCH", url.path, {}))
+            workload = _workload(parts)
+            if workload is not None and workload[2]:
+                self._patch_workload(*workload, raw)
+                return
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError as err:
+                self._status(400, "BadRequest", f"the patch is not JSON: {err}")
+                return
             if len(parts) == 6 and parts[4] == "configmaps":
-                with api.cond:
-                    api.state.requests.append(("PATCH", url.path, {}))
                 self._config_map("PATCH", parts[3], parts[5], body)
                 return
             with api.cond:
-                api.state.requests.append(("PATCH", url.path, {}))
                 pod = None
                 if len(parts) == 6 and parts[4] == "pods":
                     pod = api.state.objects["pods"].get(f"{parts[3]}/{parts[5]}")
@@ -453,6 +595,80 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 pod["metadata"].setdefault("annotations", {}).update(annotations)
             api.put("pods", pod)
             self._json(200, pod)
+
+        def _patch_workload(
+            self, kind: str, namespace: str, name: str, subresource: str, raw: bytes
+        ) -> None:
+            """Apply a merge patch to a workload, as the API server does: a strategic merge patch
+            is taken as a merge patch for a Job (alike for maps and scalars such as spec.suspend;
+            a list here is replaced whole, where a strategic merge would merge status.conditions
+            by type) and refused for a custom resource (415: CRDs have no strategic merge); JSON
+            patches and server-side apply are refused (415); a patch of /status changes the
+            status only, one of the object leaves its status as it was; a change bumps the
+            resourceVersion (and the generation when the spec changed), a patch that changes
+            nothing bumps neither."""
+            media = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            try:
+                body: Any = json.loads(raw)
+                problem = "" if isinstance(body, dict) else "a merge patch must be a JSON object"
+            except ValueError as err:
+                body, problem = raw.decode(errors="replace"), f"the patch is not JSON: {err}"
+            with api.cond:
+                api.state.workload_patches.append(
+                    Patched(kind, namespace, name, subresource, media, body)
+                )
+            if media not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH) or (
+                media == STRATEGIC_MERGE_PATCH and kind != "jobs"
+            ):
+                accepted = [MERGE_PATCH] + ([STRATEGIC_MERGE_PATCH] if kind == "jobs" else [])
+                self._status(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format ({media or 'none'}) - "
+                    f"accepted media types here include: {', '.join(accepted)}",
+                )
+                return
+            if problem:
+                self._status(400, "BadRequest", f"{_resource_name(kind)} {name!r}: {problem}")
+                return
+            with api.cond:
+                stored = api.state.objects[kind].get(f"{namespace}/{name}")
+                if stored is None:
+                    self._status(404, "NotFound", f'{_resource_name(kind)} "{name}" not found')
+                    return
+                meta = body.get("metadata")
+                wanted = meta.get("resourceVersion") if isinstance(meta, dict) else None
+                if wanted and wanted != stored["metadata"]["resourceVersion"]:
+                    self._status(409, "Conflict", _conflict(_resource_name(kind), name))
+                    return
+                patched = _merge_patch(stored, body)
+                if not isinstance(patched.get("metadata"), dict) or (
+                    patched["metadata"].get("name"),
+                    patched["metadata"].get("namespace"),
+                ) != (name, namespace):
+                    self._status(
+                        400,
+                        "BadRequest",
+                        f"{_resource_name(kind)} {name!r}: the patch may not change the "
+                        "object's metadata.name or metadata.namespace",
+                    )
+                    return
+                if subresource == "status":
+                    new = copy.deepcopy(stored)
+                    new.pop("status", None)
+                    if "status" in patched:
+                        new["status"] = patched["status"]
+                else:
+                    new = {k: v for k, v in patched.items() if k != "status"}
+                    if "status" in stored:
+                        new["status"] = copy.deepcopy(stored["status"])
+                    new["metadata"]["uid"] = stored["metadata"]["uid"]
+                    if new.get("spec") != stored.get("spec"):
+                        new["metadata"]["generation"] = stored["metadata"].get("generation", 1) + 1
+                new["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+                if new != stored:
+                    new = api.put(kind, new)
+                self._json(200, new)
 
         def _received(self, method: str) -> tuple[Any, dict[str, Any], list[str]] | None:
             """(url, body, path parts) of a write, recorded; None when the server is down."""
@@ -486,6 +702,23 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._status(404, "NotFound", f"no route {url.path}")
 
+        def do_DELETE(self) -> None:
+            """A pod deleted (`kubectl delete pod`, a drain): gone at once, as without kubelets."""
+            received = self._received("DELETE")
+            if received is None:
+                return
+            url, _, parts = received
+            if len(parts) != 6 or parts[:3] != ["api", "v1", "namespaces"] or parts[4] != "pods":
+                self._status(404, "NotFound", f"no route {url.path}")
+                return
+            with api.cond:
+                pod = api.state.objects["pods"].get(f"{parts[3]}/{parts[5]}")
+                if pod is None:
+                    self._status(404, "NotFound", f'pods "{parts[5]}" not found')
+                    return
+                api.delete("pods", parts[3], parts[5])
+            self._json(200, pod)
+
         def do_PUT(self) -> None:
             received = self._received("PUT")
             if received is None:
@@ -502,6 +735,16 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             of one that exists; a PUT or PATCH of one that does not is 404."""
             key = f"{namespace}/{name}"
             with api.cond:
+                if namespace in api.state.forbidden_config_maps:
+                    verb = {"GET": "get", "POST": "create", "PUT": "update"}.get(method, "patch")
+                    self._status(
+                        403,
+                        "Forbidden",
+                        f'configmaps "{name}" is forbidden: User "system:serviceaccount:gangplank'
+                        f':gangplank" cannot {verb} resource "configmaps" in API group "" in the '
+                        f'namespace "{namespace}"',
+                    )
+                    return
                 stored = api.state.config_maps.get(key)
                 if method == "GET" or (method in ("PUT", "PATCH") and stored is None):
                     if stored is None:
@@ -522,13 +765,7 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     and wanted
                     and wanted != stored["metadata"]["resourceVersion"]
                 ):
-                    self._status(
-                        409,
-                        "Conflict",
-                        f'Operation cannot be fulfilled on configmaps "{name}": the object has '
-                        "been modified; please apply your changes to the latest version and try "
-                        "again",
-                    )
+                    self._status(409, "Conflict", _conflict("configmaps", name))
                     return
                 if method == "PUT" and meta.get("name") not in (None, name):
                     self._status(400, "BadRequest", "the name of the object does not match")

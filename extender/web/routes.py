@@ -81,7 +81,7 @@ def health_blueprint(runtime: Runtime) -> Blueprint:
 
     @bp.get("/status")
     def status() -> Response:
-        return json_response(runtime.reports.status_figures())
+        return json_response(runtime.status_figures())
 
     @bp.get("/why")
     def why() -> Response:

@@ -197,7 +197,7 @@ REFUSED = {
     ),
     "policy check of a YAML mistake, on one line": (
         gangplank("policy", "check", "{tmp}/broken.yaml"),
-        "{tmp}/broken.yaml: not valid YAML",
+        "{tmp}/broken.yaml:2:1: not valid YAML",
         2,
     ),
     "policy check of a quantity in GB, with the suffixes it may have meant": (

@@ -21,7 +21,7 @@ from extender.kube.requeue_store import (
 )
 from tests.fakeapi import FakeApiServer
 
-NAMESPACE, NAME = "gangplank-system", "gangplank-requeues"
+NAMESPACE, NAME = "gangplank", "gangplank-requeues"
 
 
 def record(count: int = 1, reason: str = "pods not ready within 10m") -> dict[str, Any]:
@@ -203,15 +203,34 @@ def test_a_refusal_or_an_unreachable_api_server_is_an_error_that_says_why(
 ) -> None:
     store = store_on(fake_api)
     fake_api.go_down()
-    with pytest.raises(RequeueStoreError, match=r"reading ConfigMap .*: HTTP 503: the API server"):
+    with pytest.raises(
+        RequeueStoreError,
+        match=rf"cannot read requeue records {NAMESPACE}/{NAME}: 503 Service Unavailable \(the API",
+    ):
         store.load()
     fake_api.come_back()
     huge = {"gangplank:ml/a": {"reason": "x" * (1024 * 1024)}}
-    with pytest.raises(RequeueStoreError, match=r"writing ConfigMap .*: HTTP 422: .*Too long"):
+    with pytest.raises(RequeueStoreError, match=r"cannot write requeue records .*: 422 .*Too long"):
         store.save(huge)
     nowhere = client.CoreV1Api(client.ApiClient(client.Configuration(host="http://127.0.0.1:9")))
-    with pytest.raises(RequeueStoreError, match="unreachable"):
+    with pytest.raises(RequeueStoreError, match=r"cannot read requeue records .*: API server unr"):
         RequeueStore(nowhere, NAMESPACE, NAME, timeout=(0.2, 0.2)).load()
+
+
+def test_a_refused_read_says_the_api_servers_words_and_what_to_do(
+    fake_api: FakeApiServer,
+) -> None:
+    fake_api.state.forbidden_config_maps.add(NAMESPACE)
+    with pytest.raises(RequeueStoreError) as refused:
+        store_on(fake_api).load()
+    assert str(refused.value) == (
+        f"cannot read requeue records {NAMESPACE}/{NAME}: 403 Forbidden (configmaps "
+        f'"{NAME}" is forbidden: User "system:serviceaccount:gangplank:gangplank" cannot get '
+        f'resource "configmaps" in API group "" in the namespace "{NAMESPACE}"); gangplank\'s '
+        "Role lets it use only the ConfigMap it names, in the namespace gangplank is deployed in "
+        "(manifests/base/rbac-extender.yaml): set $POD_NAMESPACE to that namespace or "
+        "--requeue-configmap to that ConfigMap, or grant gangplank this one"
+    )
 
 
 def test_the_in_memory_store_keeps_records_as_the_config_map_would() -> None:

@@ -20,7 +20,7 @@ from extender.cli.main import main
 from extender.core.engine import Engine
 from extender.core.queues.policy_parse import parse_policy
 from extender.kube.convert import pod_from_api
-from extender.policy.importer import ImportRefused, import_manifests, import_sources
+from extender.policy.importing import ImportRefused, import_manifests, import_sources
 from tests.builders import node, pod
 from tests.cluster import Cluster
 
@@ -58,6 +58,8 @@ class Upstream:
     queues: dict[str, dict[str, Any]]
     mapped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    top: dict[str, Any] = field(default_factory=dict)  # the policy's other fields, whole
+    quiet: bool = False  # nothing at all to report as not mapped
 
 
 NO_RECLAIM = {"withinQueue": False, "reclaimable": False}
@@ -67,7 +69,7 @@ CORPUS = [
         {
             "cluster-queue": {
                 "guarantee": {"cpu": "9", "memory": "36Gi", "pods": "5"},
-                "max": {"cpu": "9", "memory": "36Gi", "pods": "5"},
+                "max": {"cpu": "9", "memory": "36Gi", "nvidia.com/gpu": "0", "pods": "5"},
                 "aliases": ["default/user-queue"],
                 "preemption": NO_RECLAIM,
             }
@@ -79,18 +81,17 @@ CORPUS = [
             "its nominal quota",
             "ClusterQueue cluster-queue: withinQueue: false (withinClusterQueue Never, Kueue's "
             "default), reclaimable: false (in no cohort)",
+            "ClusterQueue cluster-queue: namespaceSelector {} (every namespace): no namespace is "
+            "kept out, as in Kueue",
         ],
-        notes=[
-            "ResourceFlavor default-flavor (kueue.x-k8s.io/v1beta1) skipped",
-            "ClusterQueue cluster-queue: namespaceSelector {} (every namespace) not mapped",
-        ],
+        quiet=True,
     ),
     Upstream(
         "kueue/shared-quota-setup.yaml",
         {
             "team-cluster-queue": {
                 "guarantee": {"cpu": "18"},
-                "max": {"cpu": "18"},
+                "max": {"cpu": "18", "nvidia.com/gpu": "0"},
                 "aliases": ["default/team-queue"],
             }
         },
@@ -98,6 +99,10 @@ CORPUS = [
             "ClusterQueue team-cluster-queue: cpu_credits left out: no pod asks for it (a virtual "
             "resource",
             "ClusterQueue team-cluster-queue: flavors on-demand, spot merged into one quota",
+            "ClusterQueue team-cluster-queue: dropping cpu_credits raises the cap on cpu: with "
+            "one cpu_credits per cpu (Kueue's resource transformation, in its Configuration, not "
+            "in this input), Kueue admitted cpu 14 over all flavors together; imported, max cpu "
+            "is 18 (set max cpu: 14 to keep Kueue's cap)",
         ],
     ),
     Upstream(
@@ -152,6 +157,100 @@ CORPUS = [
         ],
     ),
     Upstream(
+        "kueue/cohort-coverage.yaml",
+        {
+            "research": {
+                "guarantee": {"cpu": "48", "memory": "192Gi", "nvidia.com/gpu": "12"},
+                "max": {"cpu": "48", "memory": "192Gi", "nvidia.com/gpu": "12"},
+            },
+            "gpu-team": {"parent": "research", "max": None, "aliases": ["default/adhoc"]},
+            "cpu-team": {
+                "parent": "research",
+                "guarantee": {"cpu": "32", "memory": "128Gi"},
+                "max": {"nvidia.com/gpu": "0"},
+                "namespaces": ["data"],
+            },
+            "paused": {
+                "parent": "research",
+                "guarantee": None,
+                "max": {"cpu": "0", "memory": "0", "nvidia.com/gpu": "0"},
+            },
+            "unselected": {
+                "state": "closed",
+                "max": {"cpu": "4", "memory": "0", "nvidia.com/gpu": "0"},
+            },
+        },
+        mapped=[
+            "ClusterQueue cpu-team: covers cpu, memory only: max 0 of nvidia.com/gpu (Kueue "
+            "admits no workload that asks for a resource its ClusterQueue does not cover, nor "
+            "lends it one from its cohort)",
+            "ClusterQueue unselected: covers cpu only: max 0 of memory, nvidia.com/gpu (Kueue "
+            "admits no workload that asks for a resource its ClusterQueue does not cover)",
+            "ClusterQueue paused: no resourceGroups, so Kueue admits nothing to it: max 0 of cpu, "
+            "memory, nvidia.com/gpu",
+            "ClusterQueue unselected: no namespaceSelector, so Kueue admits workloads from no "
+            "namespace (a missing selector matches none): state closed",
+            "ClusterQueue gpu-team: namespaceSelector {} (every namespace): no namespace is kept "
+            "out, as in Kueue",
+        ],
+        notes=[
+            "Cohort archive: no ClusterQueue in it or under it, so nothing is admitted through "
+            "it: dropped (as a queue it would take work with no max); its quota nvidia.com/gpu 4 "
+            "is added to Cohort research's, which its tree borrows as in Kueue",
+            "Cohort spare: no ClusterQueue in it or under it, so nothing is admitted through it: "
+            "dropped (as a queue it would take work with no max); its quota cpu 8 served no "
+            "ClusterQueue",
+            "LocalQueue default/adhoc: no metadata.namespace: taken as namespace default (kubectl "
+            "apply would put it in the namespace of your context); set metadata.namespace to the "
+            "namespace of its pods",
+        ],
+    ),
+    Upstream(
+        "kueue/tas-gpu-queues.yaml",
+        {
+            "tas-cluster-queue": {
+                "guarantee": {"cpu": "100", "memory": "100Gi", "nvidia.com/gpu": "16"},
+                "aliases": ["default/tas-user-queue"],
+            }
+        },
+        top={
+            "topology": {
+                "tiers": [
+                    {"name": "host", "labels": ["kubernetes.io/hostname"]},
+                    {"name": "rack", "labels": ["cloud.provider.com/topology-rack"]},
+                    {"name": "block", "labels": ["cloud.provider.com/topology-block"]},
+                ]
+            }
+        },
+        mapped=[
+            "Topology default: levels -> topology.tiers host, rack, block (narrowest first, "
+            "in place of gangplank's default tiers; Kueue's podset-required-topology and "
+            "podset-preferred-topology annotations name these node labels and are read as they "
+            "are)",
+        ],
+        notes=[
+            "ResourceFlavor tas-flavor: nodeLabels cloud.provider.com/node-group=tas-group no "
+            "longer steer pods (Kueue gave them as a nodeSelector to the pods it admitted on this "
+            "flavor): give the workloads a nodeSelector or node affinity on them (a gangplank "
+            "policy has no node rules)",
+            "ResourceFlavor tas-flavor: tolerations nvidia.com/gpu Exists NoSchedule no longer "
+            "reach pods (Kueue added them to the pods it admitted on this flavor): add them to "
+            "the workloads' pod templates",
+        ],
+    ),
+    Upstream(
+        "kueue/kubectl-get-defaults.yaml",
+        {
+            "cluster-queue": {
+                "guarantee": {"cpu": "9", "memory": "36Gi"},
+                "max": {"cpu": "9", "memory": "36Gi", "nvidia.com/gpu": "0"},
+                "aliases": ["default/user-queue"],
+                "preemption": NO_RECLAIM,
+            }
+        },
+        quiet=True,
+    ),
+    Upstream(
         "volcano/hierarchical-jobs-queues.yaml",
         {
             "root": {},
@@ -181,6 +280,29 @@ CORPUS = [
         notes=["Queue eng-backend: guarantee.resource not mapped; deserved is used"],
     ),
     Upstream(
+        "volcano/kubectl-get-queues.yaml",
+        {
+            "default": {"weight": 1, "preemption": None},
+            "prod": {"weight": 4, "max": {"nvidia.com/gpu": "32"}},
+            "batch": {"weight": 1},
+        },
+        notes=[
+            "Queues default, prod, batch: weights 1, 4, 1 are shares of the cluster in Volcano's "
+            "proportion plugin (each queue deserved 1/6, 4/6, 1/6 of it, up to its capability, "
+            "and got back what others borrowed of that); in gangplank a weight orders admission "
+            "between sibling queues (dominant share against weight) and guarantees nothing: "
+            "give a queue a guarantee for the share it must get",
+            "Queue prod: priority 100 not mapped (in Volcano a queue of higher priority is "
+            "scheduled first and reclaimed from last; gangplank orders queues by their share "
+            "against their weight, and reclaims what any queue borrowed beyond its guarantee: "
+            "give the queue a larger weight or a guarantee, and preemption.reclaimable: false "
+            "to keep what it borrows)",
+            "Queue batch: dequeueStrategy fifo not mapped (in Volcano a job at the head of the "
+            "queue that cannot start holds back every job behind it; gangplank starts a later "
+            "job that fits without delaying the first)",
+        ],
+    ),
+    Upstream(
         "volcano/dequeue-strategies-queues.yaml",
         {
             name: {"weight": 10, "max": {"cpu": "4", "memory": "8Gi"}}
@@ -198,10 +320,12 @@ CORPUS = [
     ids=[f"{c.file} maps its queues and reports what it does not carry over" for c in CORPUS],
 )
 def test_an_upstream_example_is_imported_with_what_it_maps_and_what_it_reports(
-    case: Upstream, capsys: pytest.CaptureFixture[str]
+    case: Upstream,
 ) -> None:
-    code, doc, out, err = run_text(capsys, str(UPSTREAM / case.file))
-    assert code == 0, err
+    done = gangplank("policy", "import", str(UPSTREAM / case.file))  # as a user runs it
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
+    doc = yaml.safe_load(out)
     parse_policy(doc, case.file)
     queues = queues_of(doc)
     assert set(queues) == set(case.queues), "no queue missing, none made up"
@@ -213,6 +337,9 @@ def test_an_upstream_example_is_imported_with_what_it_maps_and_what_it_reports(
     for note in case.notes:
         assert f"not mapped: {note}" in err, note
         assert f"#   - {note}" in out, note
+    assert {k: doc.get(k) for k in case.top} == case.top
+    if case.quiet:
+        assert "not mapped" not in err and "# Not mapped" not in out, err
 
 
 def test_every_upstream_shaped_file_says_which_upstream_example_it_mirrors() -> None:
@@ -355,7 +482,7 @@ def test_an_imported_pods_quota_holds_the_queue_to_that_many_pods(
 def test_kueue_cluster_queues_cohorts_and_local_queues_become_a_valid_policy(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, doc, err = run(capsys, str(DATA / "kueue.yaml"))
+    code, doc, out, err = run_text(capsys, str(DATA / "kueue.yaml"))
     assert code == 0, err
     policy = parse_policy(doc)
     team_a = policy.queues["team-a-cq"]
@@ -373,9 +500,9 @@ def test_kueue_cluster_queues_cohorts_and_local_queues_become_a_valid_policy(
         "flavors a100, h100 merged",
         "lendingLimit of nvidia.com/gpu not mapped",
         "stopPolicy HoldAndDrain became state closed",
-        "namespaceSelector {} (every namespace) not mapped",
     ):
         assert note in err
+    assert "ClusterQueue team-b-cq: namespaceSelector {} (every namespace): no namespace" in out
 
 
 def test_volcano_queues_become_a_valid_policy_with_their_tree_weights_and_states(
@@ -416,3 +543,245 @@ def test_import_of_nothing_it_knows_exits_2(
     empty.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     assert main(["policy", "import", str(empty)]) == 2
     assert "no Kueue or Volcano queues found" in capsys.readouterr().err
+
+
+# ---- YAML mistakes: the file and the line, in words ---------------------------------------
+
+YAML_MISTAKES = [
+    (
+        "a tab indenting a line",
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n\tname: team\n",
+        "{path}:4: a tab indents this line; YAML cannot be indented with tabs: indent it with "
+        "spaces\n",
+    ),
+    (
+        "a tab among the spaces of a nested map",
+        "queues:\n  - name: team\n    max:\n  \t  cpu: 4\n",
+        "{path}:4: a tab indents this line; YAML cannot be indented with tabs: indent it with "
+        "spaces\n",
+    ),
+    (
+        "a list left open",
+        "queues: [\n",
+        "{path}:2:1: not valid YAML: did not find expected node content (while parsing a flow "
+        "node that starts on line 2)\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("command", ["import", "check"])
+@pytest.mark.parametrize(
+    "text,message",
+    [m[1:] for m in YAML_MISTAKES],
+    ids=[f"{m[0]} is named by file and line" for m in YAML_MISTAKES],
+)
+def test_a_yaml_mistake_is_named_by_its_file_and_line_by_import_and_check_alike(
+    tmp_path: Path, command: str, text: str, message: str
+) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(text)
+    done = gangplank("policy", command, str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    prefix = "gangplank policy import: " if command == "import" else "invalid: "
+    assert done.stderr == prefix + message.format(path=path)
+    assert "<unicode string>" not in done.stderr
+
+
+def test_a_credit_covered_with_cpu_in_one_group_names_the_cap_it_was_and_the_one_it_is() -> None:
+    flavors = [
+        {"name": name, "resources": [{"name": "cpu", "nominalQuota": cpu}, credits]}
+        for name, cpu, credits in (
+            ("on-demand", 10, {"name": "cpu_credits", "nominalQuota": 12}),
+            ("spot", 6, {"name": "cpu_credits", "nominalQuota": "0"}),
+        )
+    ]
+    group = [{"coveredResources": ["cpu", "cpu_credits"], "flavors": flavors}]
+    imported = import_manifests([cluster_queue("cq", resourceGroups=group, namespaceSelector={})])
+    assert imported.queues["cq"]["max"] == {"cpu": "16", "nvidia.com/gpu": "0"}
+    assert (
+        "ClusterQueue cq: dropping cpu_credits raises the cap on cpu: with one cpu_credits per "
+        "cpu (Kueue's resource transformation, in its Configuration, not in this input), Kueue "
+        "admitted cpu 12 over all flavors together; imported, max cpu is 16 (set max cpu: 12 to "
+        "keep Kueue's cap)"
+    ) in imported.notes
+
+
+def test_a_cpu_only_cluster_queue_of_a_cohort_cannot_borrow_the_gpus_of_its_cohort(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, doc, _ = run(capsys, str(UPSTREAM / "kueue/cohort-coverage.yaml"))
+    engine = Engine(policy=parse_policy(doc))
+    cluster = Cluster(nodes=[node("n0", cpu="64", gpu=8)])
+    asks = pod("trainer", namespace="data", gpu=1, labels={"gangplank.io/queue": "cpu-team"})
+    result = engine.filter(cluster.snap(), pod_from_api(asks), ["n0"], 0.0)
+    assert not result.passed
+    assert "queue cpu-team: nvidia.com/gpu" in set(result.unresolvable.values()).pop()
+    plain = pod("etl", namespace="data", labels={"gangplank.io/queue": "cpu-team"})
+    assert engine.filter(cluster.snap(), pod_from_api(plain), ["n0"], 0.0).passed
+
+
+# ---- the rest of Kueue's meaning, object by object -------------------------------------------
+
+
+def kueue(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def topology(name: str, *labels: str) -> dict[str, Any]:
+    return kueue("Topology", name, levels=[{"nodeLabel": label} for label in labels])
+
+
+FUNGIBILITY = [
+    (
+        "Kueue's defaults",
+        {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        False,
+    ),
+    ("the deprecated spelling of the default", {"whenCanBorrow": "Borrow"}, False),
+    ("one half given, as defaulted", {"whenCanPreempt": "TryNextFlavor"}, False),
+    ("try the next flavor before borrowing", {"whenCanBorrow": "TryNextFlavor"}, True),
+    ("preempt before trying the next flavor", {"whenCanPreempt": "Preempt"}, True),
+]
+
+
+@pytest.mark.parametrize(
+    "fungibility,reported",
+    [f[1:] for f in FUNGIBILITY],
+    ids=[f"flavorFungibility as {f[0]} is {'' if f[2] else 'not '}reported" for f in FUNGIBILITY],
+)
+def test_flavor_fungibility_is_reported_only_when_it_is_not_kueues_default(
+    fungibility: dict[str, str], reported: bool
+) -> None:
+    imported = import_manifests(
+        [cluster_queue("cq", namespaceSelector={}, flavorFungibility=fungibility)]
+    )
+    assert any("flavorFungibility not mapped" in n for n in imported.notes) is reported
+
+
+def test_a_flavor_of_one_gpu_model_names_gangplanks_annotation_for_it() -> None:
+    h100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    imported = import_manifests([kueue("ResourceFlavor", "h100", nodeLabels=h100)])
+    assert imported.notes == [
+        "ResourceFlavor h100: nodeLabels nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 no longer "
+        "steer pods (Kueue gave them as a nodeSelector to the pods it admitted on this flavor): "
+        "give the workloads a nodeSelector or node affinity on them, or the annotation "
+        "gangplank.io/gpu-product: NVIDIA-H100-80GB-HBM3 (a gangplank policy has no node rules)"
+    ]
+
+
+def test_a_flavors_taints_are_said_to_be_left_to_kube_scheduler() -> None:
+    taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    imported = import_manifests([kueue("ResourceFlavor", "gpu", nodeTaints=[taint])])
+    assert imported.notes == [
+        "ResourceFlavor gpu: nodeTaints nvidia.com/gpu=present NoSchedule not checked at "
+        "admission (Kueue admitted on this flavor only workloads that tolerate them); "
+        "kube-scheduler still keeps pods off nodes with those taints"
+    ]
+
+
+def test_of_two_topologies_the_one_a_flavor_names_becomes_the_tiers_and_the_other_is_noted() -> (
+    None
+):
+    imported = import_manifests(
+        [
+            topology("cpu-pool", "topology.kubernetes.io/zone", "kubernetes.io/hostname"),
+            topology(
+                "gpu-fabric",
+                "cloud.google.com/gce-topology-block",
+                "cloud.google.com/gce-topology-subblock",
+                "cloud.google.com/gce-topology-host",
+                "kubernetes.io/hostname",
+            ),
+            kueue("ResourceFlavor", "h100", topologyName="gpu-fabric"),
+            cluster_queue("cq", namespaceSelector={}),
+        ]
+    )
+    assert imported.topology == {
+        "tiers": [
+            {"name": "host", "labels": ["kubernetes.io/hostname"]},
+            {"name": "host-2", "labels": ["cloud.google.com/gce-topology-host"]},
+            {"name": "rack", "labels": ["cloud.google.com/gce-topology-subblock"]},
+            {"name": "block", "labels": ["cloud.google.com/gce-topology-block"]},
+        ]
+    }
+    parse_policy(imported.policy())
+    assert (
+        "Topology cpu-pool: not mapped (a gangplank policy has one set of tiers: those of "
+        "Topology gpu-fabric)"
+    ) in imported.notes
+
+
+def test_a_cohorts_quota_reaches_the_nearest_cohort_above_that_holds_cluster_queues() -> None:
+    gpus = gpu_quota(4)
+    imported = import_manifests(
+        [
+            cluster_queue("cq", cohort="org", namespaceSelector={}, resourceGroups=gpu_quota(8)),
+            kueue("Cohort", "org"),
+            kueue("Cohort", "lab", parent="org"),
+            kueue("Cohort", "bench", parent="lab", resourceGroups=gpus),
+        ]
+    )
+    assert set(imported.queues) == {"cq", "org"}
+    assert imported.queues["org"]["guarantee"] == {"nvidia.com/gpu": "12"}
+    assert any(n.startswith("Cohort lab: no ClusterQueue in it") for n in imported.notes)
+    assert any(
+        n.startswith("Cohort bench: no ClusterQueue")
+        and n.endswith(
+            "its quota nvidia.com/gpu 4 is added to Cohort org's, which its tree "
+            "borrows as in Kueue"
+        )
+        for n in imported.notes
+    )
+    parse_policy(imported.policy())
+
+
+def test_a_flavor_in_two_files_alike_is_read_once_and_unlike_is_refused() -> None:
+    flavor = kueue("ResourceFlavor", "default-flavor")
+    labelled = kueue("ResourceFlavor", "default-flavor", nodeLabels={"pool": "a"})
+    queue = cluster_queue("cq", namespaceSelector={})
+    assert import_sources([("a.yaml", [flavor, queue]), ("b.yaml", [flavor])]).notes == []
+    with pytest.raises(ImportRefused) as err:
+        import_sources([("a.yaml", [flavor, queue]), ("b.yaml", [labelled])])
+    assert "ResourceFlavor default-flavor is defined in a.yaml and in b.yaml" in str(err.value)
+
+
+def test_resources_a_cluster_queue_excludes_are_not_held_to_a_max() -> None:
+    cpu = [
+        {
+            "coveredResources": ["cpu"],
+            "flavors": [{"name": "a", "resources": [{"name": "cpu", "nominalQuota": 4}]}],
+        }
+    ]
+    imported = import_manifests(
+        [
+            cluster_queue("gpu", namespaceSelector={}, resourceGroups=gpu_quota(8)),
+            cluster_queue(
+                "cpu",
+                namespaceSelector={},
+                resourceGroups=cpu,
+                excludeResourcePrefixes=["nvidia.com"],
+            ),
+        ]
+    )
+    assert imported.queues["cpu"]["max"] == {"cpu": "4"}
+    assert imported.queues["gpu"]["max"] == {"cpu": "0", "nvidia.com/gpu": "8"}
+
+
+def test_volcano_weights_under_one_parent_are_said_to_be_shares_of_it() -> None:
+    imported = import_manifests(
+        [
+            volcano_queue("ml"),
+            volcano_queue("ml-train", parent="ml", weight=3),
+            volcano_queue("ml-eval", parent="ml"),
+        ]
+    )
+    assert any(
+        n.startswith("Queues ml-train, ml-eval (under root/ml): weights 3, 1 are shares")
+        and "each queue deserved 3/4, 1/4 of it" in n
+        for n in imported.notes
+    )

@@ -31,7 +31,7 @@ class Kept:
     def load(self) -> dict[str, dict[str, Any]]:
         self.loads += 1
         if self.broken:
-            raise RuntimeError("reading ConfigMap gangplank-system/gangplank-requeues: HTTP 403")
+            raise RuntimeError("cannot read requeue records gangplank/gangplank-requeues: 403")
         return self.records
 
     def save(self, changes: Mapping[str, dict[str, Any] | None]) -> None:
@@ -95,3 +95,34 @@ def test_a_filter_goes_on_when_the_records_cannot_be_read_and_leaves_trying_agai
     assert kept.loads == 1, "not read again by every call"
     rt.kicker.run_once()
     assert kept.loads == 2, "the periodic pass tries again"
+
+
+def test_records_that_cannot_be_read_pause_the_rules_that_requeue_and_say_so_until_they_can() -> (
+    None
+):
+    kept = Kept({}, broken=True)
+    rt, _ = runtime(kept)
+    client = create_app(rt).test_client()
+    rt.kicker.run_once()
+    paused = "cannot read requeue records gangplank/gangplank-requeues: 403 (the not-ready and "
+    assert client.get("/readyz").get_json() == {
+        "ready": True,
+        "reason": "cluster view loaded from file; lifecycle rules paused: "
+        f"{paused}max-runtime rules requeue no job until the records are read; tried again "
+        "every pass)",
+    }
+    assert client.get("/status").get_json()["paused"]["lifecycle"].startswith(paused)
+    assert "gangplank_requeue_records_up 0.0" in client.get("/metrics").get_data(as_text=True)
+    kept.broken = False
+    rt.kicker.run_once()
+    assert client.get("/readyz").get_json()["reason"] == "cluster view loaded from file"
+    assert client.get("/status").get_json()["paused"] == {}
+    assert "gangplank_requeue_records_up 1.0" in client.get("/metrics").get_data(as_text=True)
+
+
+def test_without_a_store_of_records_nothing_is_paused_and_no_series_is_exported() -> None:
+    rt = Runtime(ClusterStore(), StoreBinder(), Metrics(), preloaded=True)
+    client = create_app(rt).test_client()
+    rt.kicker.run_once()
+    assert client.get("/status").get_json()["paused"] == {}
+    assert "gangplank_requeue_records_up" not in client.get("/metrics").get_data(as_text=True)

@@ -26,12 +26,8 @@ def test_flags_win_over_variables_and_variables_over_defaults() -> None:
 
 
 def test_requeue_records_are_kept_in_gangplanks_own_namespace_unless_told_otherwise() -> None:
-    assert parse_serve_settings([], {}).requeue_configmap_ref == (
-        "gangplank-system",
-        "gangplank-requeues",
-    )
-    in_pod = parse_serve_settings([], {"POD_NAMESPACE": "gangplank"})
-    assert in_pod.requeue_configmap_ref == ("gangplank", "gangplank-requeues")
+    in_pod = parse_serve_settings([], {"POD_NAMESPACE": "gp"})
+    assert in_pod.requeue_configmap_ref == ("gp", "gangplank-requeues")
     told = parse_serve_settings(
         ["--requeue-configmap", "ops/gp.requeues"],
         {"POD_NAMESPACE": "gangplank", "GANGPLANK_REQUEUE_CONFIGMAP": "x/y"},
@@ -50,7 +46,7 @@ def test_in_cluster_ignores_a_kubeconfig() -> None:
     "argv,message",
     [
         (["--url-prefix", "scheduler"], "must start with '/'"),
-        (["--leader-lease", "just-a-name"], "must be NAMESPACE/NAME"),
+        (["--leader-lease", "a/b/c"], r"must be \[NAMESPACE/\]NAME"),
         (["--reservation-seconds", "0"], "--reservation-seconds must be > 0"),
         (["--tls-cert", "/nonexistent.crt", "--tls-key", "/nonexistent.key"], "no such file"),
         (["--tls-client-ca", "/ca.crt"], "needs --tls-cert"),
@@ -58,12 +54,12 @@ def test_in_cluster_ignores_a_kubeconfig() -> None:
         (["--gpu-util-metric", "DCGM GPU UTIL"], "is not a Prometheus metric name"),
         (["--gpu-util-pod-label", 'pod"} or vector(1'], "pod label .* is not a Prometheus label"),
         (["--gpu-util-namespace-label", "pod"], "namespace and pod label are both 'pod'"),
-        (["--requeue-configmap", "gangplank-requeues"], "must be NAMESPACE/NAME"),
-        (["--requeue-configmap", "gangplank/Requeues_1"], "must be NAMESPACE/NAME"),
+        (["--requeue-configmap", "gangplank/requeues/1"], r"must be \[NAMESPACE/\]NAME"),
+        (["--requeue-configmap", "gangplank/Requeues_1"], r"must be \[NAMESPACE/\]NAME"),
     ],
     ids=[
         "a prefix without a slash",
-        "a lease without a namespace",
+        "a lease with two slashes",
         "a zero reservation time",
         "a missing certificate",
         "mutual TLS without a certificate",
@@ -71,7 +67,7 @@ def test_in_cluster_ignores_a_kubeconfig() -> None:
         "a metric name with spaces",
         "a label name that would change the query",
         "one label for namespace and pod",
-        "a requeue ConfigMap without a namespace",
+        "a requeue ConfigMap with two slashes",
         "a requeue ConfigMap name Kubernetes refuses",
     ],
 )
