@@ -36,10 +36,10 @@ from extender.kube.convert import pod_requests, resource_list
 from extender.kube.events import ApiEventRecorder
 from extender.kube.evictor import ApiEvictor
 from extender.kube.leader import AlwaysLeader, LeaseLeadership
+from extender.kube.patcher import ApiPatcher
 from extender.kube.requeue_store import RequeueStore
 from extender.kube.workloads import ApiSuspender
 from extender.observe.metrics import Metrics
-from extender.service.kicker import ApiPatcher
 from extender.service.runtime import Runtime
 from extender.service.watches import build_reflectors
 from extender.web.app import create_app

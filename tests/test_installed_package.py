@@ -10,6 +10,7 @@ constraints.txt pins every package the image gets (`make constraints` writes it)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -111,6 +112,24 @@ def test_the_package_installed_without_extras_serves_and_answers_its_probe(
         assert probe.returncode == 0, probe.stderr
     output = served.output()
     assert "Traceback" not in output and "ERROR" not in output, output
+
+
+def test_the_package_installed_without_extras_simulates_and_writes_its_report(
+    installed: Installed,
+) -> None:
+    """No tqdm, no matplotlib: plain progress lines and a page without charts, each saying in
+    one line which extra brings them."""
+    done = installed.run(
+        "gangplank", "simulate", "--cluster", "synthetic:4x8", "--jobs", "20", "--hours", "2",
+        "--seeds", "1", "--workers", "1", "--out", "plain-simulation",
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "jobs started" in done.stdout and "kube-scheduler alone" in done.stdout
+    hints = [line for line in done.stderr.splitlines() if "pip install 'gangplank[sim]'" in line]
+    assert len(hints) == 2, done.stderr  # the progress bar, the charts
+    out = installed.cwd / "plain-simulation"
+    assert json.loads((out / "report.json").read_text())["runs"]
+    assert "No charts: matplotlib is not installed" in (out / "report.html").read_text()
 
 
 def _commands(installed: Installed, command: list[str]) -> Iterator[list[str]]:

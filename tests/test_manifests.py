@@ -322,6 +322,25 @@ def test_containers_run_non_root_read_only_with_requests_and_probes(variant: str
     assert gangplank["readinessProbe"]["exec"]["command"][-1] == "readyz"
 
 
+# The classes the API server makes; outside kube-system, a ResourceQuota admission configuration
+# (as managed clusters have) refuses their pods unless a quota of the namespace allows them.
+SYSTEM_PRIORITY = 2_000_000_000
+HIGHEST_USER_PRIORITY = 1_000_000_000  # the most a class not the system's may have
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_schedulers_pods_have_a_priority_class_of_their_own_below_the_systems(
+    variant: str,
+) -> None:
+    rendered = VARIANTS[variant]()
+    deployment = find("Deployment", "gangplank", rendered)
+    name = deployment["spec"]["template"]["spec"]["priorityClassName"]
+    assert not name.startswith("system-"), "refused outside kube-system on managed clusters"
+    shipped = find("PriorityClass", name, rendered)
+    assert 0 < shipped["value"] <= HIGHEST_USER_PRIORITY < SYSTEM_PRIORITY
+    assert shipped["globalDefault"] is False, "no other pod takes it by default"
+
+
 def test_the_extender_may_do_exactly_what_the_code_does() -> None:
     rules = find("ClusterRole", "gangplank-extender")["rules"]
     granted = {

@@ -32,6 +32,8 @@ import orjson
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, ProtocolError
 
+from extender.core.model.text import shorten
+
 log = logging.getLogger("gangplank.watch")
 
 YIELD_EVERY = 256  # watch events applied between two chances for the verbs to run
@@ -411,4 +413,4 @@ def _describe(err: Exception) -> str:
     if isinstance(err, ApiException):
         return f"HTTP {err.status} {err.reason}"
     text = str(err)
-    return f"{type(err).__name__}: {text[:200]}" if text else type(err).__name__
+    return f"{type(err).__name__}: {shorten(text, 200)}" if text else type(err).__name__

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import urllib.parse
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -29,14 +30,32 @@ class ExamplesFormatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter)
 
 class Parser(argparse.ArgumentParser):
     """A mistake on the command line is one line naming the flag and exit code 2 (argparse's
-    own prints the whole usage first); subcommands get the same class and formatter."""
+    own prints the whole usage first); subcommands get the same class and formatter. A command
+    given without its subcommand prints the subcommands' usage (on stdout), then the line."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        needed = self._subcommands_needed(message)
+        if needed:
+            self.print_help(sys.stdout)
+            self.exit(2, f"{self.prog}: a subcommand is needed: {needed} (their usage is above)\n")
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+    def _subcommands_needed(self, message: str) -> str:
+        """The subcommands named as `a, b or c` when `message` is argparse's that they are
+        missing, else ""."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and action.required:
+                name = action.metavar or action.dest
+                if message == f"the following arguments are required: {name}":
+                    names = list(action.choices)
+                    return " or ".join(
+                        [", ".join(names[:-1]), names[-1]] if len(names) > 1 else names
+                    )
+        return ""
 
 
 def _number(kind: Callable[[str], Any], text: str) -> Any:

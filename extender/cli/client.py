@@ -96,11 +96,11 @@ def render_queues(report: dict[str, Any]) -> str:
 def render_status(status: dict[str, Any]) -> str:
     gangs = ", ".join(f"{k} {v}" for k, v in sorted(status.get("gangs", {}).items()))
     lines = [f"{what} rules paused: {why}" for what, why in (status.get("paused") or {}).items()]
-    lines.append(f"gangs: {gangs or 'none'}; reserved pods: {status.get('reserved_pods', 0)}")
+    lines.append(f"gangs: {gangs or 'none'}; reserved pods: {status.get('reservedPods', 0)}")
     hold = status.get("hold")
     lines.append(
         f"hold: freed capacity is kept for {hold['job']}, first in line "
-        f"({hold['seconds_left']:.0f} s left)"
+        f"({hold['secondsLeft']:.0f} s left)"
         if hold
         else "hold: none"
     )
@@ -112,16 +112,16 @@ def render_status(status: dict[str, Any]) -> str:
                 p["members"],
                 p.get("bound", 0),
                 ",".join(p["nodes"]) or "-",
-                f"{p['seconds_left']:.0f}s",
+                f"{p['secondsLeft']:.0f}s",
             ]
             for p in plans
         ]
         lines += ["", table(rows, ["PLANNED", "MEMBERS", "BOUND", "NODES", "EXPIRES IN"])]
-    waiting = status.get("waiting_gangs") or []
+    waiting = status.get("waitingGangs") or []
     if waiting:
         rows = [[w["job"], w["parked"], w["reason"]] for w in waiting]
         lines += ["", table(rows, ["WAITING GANG", "PARKED", "LAST REASON"])]
-    held = status.get("held_jobs") or []
+    held = status.get("heldJobs") or []
     if held:
         rows = [[h["job"], h["requeues"], h["reason"]] for h in held]
         lines += ["", table(rows, ["HELD (UNTIL A PERSON ACTS)", "REQUEUES", "WHY"])]
@@ -142,7 +142,7 @@ def render_status(status: dict[str, Any]) -> str:
                 or "none"
             )
         )
-    idle = status.get("idle_jobs") or []
+    idle = status.get("idleJobs") or []
     if idle:
         lines += ["", table([[i["job"], i["reason"]] for i in idle], ["IDLE JOB", "WHY"])]
     return "\n".join(lines)
@@ -155,10 +155,10 @@ def render_why(answer: dict[str, Any]) -> str:
     if answer.get("queue"):
         place = ""
         if answer.get("position"):
-            place = f" ({answer['position']} of {answer['waiting_in_queue']} waiting in line)"
+            place = f" ({answer['position']} of {answer['waitingInQueue']} waiting in line)"
         lines.append(f"  queue: {answer['queue']}{place}")
-    elif answer.get("queue_problem"):
-        lines.append(f"  queue: {answer['queue_problem']}")
+    elif answer.get("queueProblem"):
+        lines.append(f"  queue: {answer['queueProblem']}")
     if answer.get("node"):
         lines.append(f"  node: {answer['node']}")
     gang = answer.get("gang")
@@ -173,7 +173,7 @@ def render_why(answer: dict[str, Any]) -> str:
         whose = "this job" if hold["job"] == answer.get("job") else hold["job"]
         lines.append(
             f"  hold: freed capacity is kept for {whose}, first in line "
-            f"({hold['seconds_left']:.0f} s left)"
+            f"({hold['secondsLeft']:.0f} s left)"
         )
     return "\n".join(lines)
 

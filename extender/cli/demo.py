@@ -14,19 +14,23 @@ import contextlib
 import errno
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from importlib.resources import files
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from extender.core.model.text import shorten
 from extender.service.server import serve_command
 
 DATA = Path(str(files("extender") / "data"))
@@ -240,12 +244,49 @@ def run_demo(port: int = 18888, once: bool = False) -> int:
     return run_guarded(port, lambda server: _walk_through(server, once))
 
 
+# A creation time in the example's files (YAML or JSON): `creationTimestamp: '…Z'`.
+STAMP = re.compile(r"""(creationTimestamp["']?:\s*["'])(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)(["'])""")
+NEWEST_AGE = timedelta(minutes=2)  # how old the example's newest pod is when the demo starts
+
+
+def restamp(source: Path, into: Path, now: datetime) -> Path:
+    """A copy of the example cluster (`demo-cluster.yaml`, `demo-requests/`) in `into` whose
+    objects were created by the clock the server runs on: the newest pod `NEWEST_AGE` before
+    `now`, the others as long before it as the example says. (Served as written, pods created
+    on the example's fixed day would show as waiting for days.)"""
+
+    def when(text: str) -> datetime:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+    cluster = (source / "demo-cluster.yaml").read_text()
+    shift = now - NEWEST_AGE - max(when(m[2]) for m in STAMP.finditer(cluster))
+
+    def shifted(text: str) -> str:
+        return STAMP.sub(
+            lambda m: f"{m[1]}{(when(m[2]) + shift).strftime('%Y-%m-%dT%H:%M:%SZ')}{m[3]}", text
+        )
+
+    (into / "demo-requests").mkdir(parents=True, exist_ok=True)
+    (into / "demo-cluster.yaml").write_text(shifted(cluster))
+    for request in (source / "demo-requests").glob("*.json"):
+        (into / "demo-requests" / request.name).write_text(shifted(request.read_text()))
+    return into
+
+
 def _walk_through(server: DemoServer, once: bool) -> int:
-    cluster = DATA / "demo-cluster.yaml"
+    with tempfile.TemporaryDirectory(prefix="gangplank-demo-") as tmp:
+        return _walk_through_in(server, once, restamp(DATA, Path(tmp), datetime.now(UTC)))
+
+
+def _walk_through_in(server: DemoServer, once: bool, data: Path) -> int:
+    cluster = data / "demo-cluster.yaml"
     policy = DATA / "demo-policy.yaml"
     base = server.base
     command = serve_command(server.port, "--cluster-file", str(cluster), "--policy", str(policy))
-    print(f"gangplank demo: serving the example cluster in {cluster}, queues from {policy}")
+    print(
+        f"gangplank demo: serving the example cluster of {DATA / 'demo-cluster.yaml'}, its pods "
+        f"stamped from the real clock (a copy in {data}), queues from {policy}"
+    )
     print(f"  $ {' '.join(command[2:]).replace('extender', 'gangplank', 1)}\n")
     process = server.start(command)
     if not _wait_ready(base, process):
@@ -253,7 +294,7 @@ def _walk_through(server: DemoServer, once: bool) -> int:
         return 1
     failures = 0
     for verb, name, what in CALLS:
-        path = DATA / "demo-requests" / name
+        path = data / "demo-requests" / name
         print(f"# {verb}: {what}")
         print(
             f"curl -s -X POST {base}/scheduler/{verb} -H 'Content-Type: application/json' "
@@ -263,7 +304,7 @@ def _walk_through(server: DemoServer, once: bool) -> int:
         failures += status != 200
         with contextlib.suppress(ValueError):
             text = json.dumps(json.loads(text))
-        print(f"  -> HTTP {status} {text[:600]}\n")
+        print(f"  -> HTTP {status} {shorten(text, 600)}\n")
     print(f"# the queues: use, guarantee, max, borrowing, waiting jobs\ncurl -s {base}/queues")
     failures += show_queues(f"{base}/queues")
     print(f"curl -s {base}/readyz; curl -s {base}/metrics | grep gangplank_\n")

@@ -61,6 +61,7 @@ def build_parser() -> Parser:
     demo.add_argument("--out", default="demo-report", help="directory for the report")
 
     from extender.sim import simulate as simulate_module
+    from extender.sim import simulate_args
 
     simulate = commands.add_parser(
         "simulate",
@@ -69,7 +70,7 @@ def build_parser() -> Parser:
         description=simulate_module.__doc__,
         formatter_class=ExamplesFormatter,
     )
-    simulate_module.add_arguments(simulate)
+    simulate_args.add_arguments(simulate)
 
     probe = commands.add_parser(
         "probe", help="exit 0 when a local endpoint answers 200 (for exec probes)"

@@ -10,6 +10,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from extender.core.model.answers import BindRequest
+from extender.core.model.text import shorten
 
 log = logging.getLogger("gangplank.bind")
 
@@ -54,7 +55,7 @@ class ApiBinder:
         except Exception as err:  # network faults: kube-scheduler will retry the pod
             raise BindError(
                 f"binding pod {request.key} to node {request.node} failed: API server unreachable "
-                f"({type(err).__name__}: {str(err)[:200]})"
+                f"({type(err).__name__}: {shorten(str(err), 200)})"
             ) from None
 
 

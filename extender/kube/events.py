@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from extender.core.model.notices import Notice
 from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.model.text import shorten
 
 log = logging.getLogger("gangplank.events")
 PODS_PER_NOTICE = 8
@@ -58,7 +59,7 @@ def post_event(
         "metadata": {"generateName": f"{name}.", "namespace": namespace},
         "involvedObject": dict(involved),
         "reason": reason,
-        "message": message[:1024],
+        "message": shorten(message, 1024),  # the API refuses a longer one
         "type": "Warning" if warning else "Normal",
         "source": {"component": "gangplank"},
         "reportingComponent": "gangplank",

@@ -23,73 +23,17 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Protocol, TypeVar
-
-from kubernetes.client.exceptions import ApiException
+from typing import TypeVar
 
 from extender.kube.leader import Leadership
+from extender.kube.patcher import Patcher
 from extender.service.steps import Steps
 
 log = logging.getLogger("gangplank.kick")
 T = TypeVar("T")
 
-RETRY_ANNOTATION = "gangplank.io/retry-at"
 MAX_NUDGES_PER_PASS = 500  # at most this many patches a pass (a pass every 0.5 s)
-
-
-class Patcher(Protocol):
-    def kick(self, namespace: str, name: str) -> None: ...
-
-    def annotate(self, namespace: str, name: str, key: str, value: str) -> bool:
-        """Set one annotation; False when the pod is gone; raises when the API server refuses
-        or cannot be reached."""
-        ...
-
-
-class ApiPatcher:
-    def __init__(self, core: Any) -> None:
-        self._core = core
-
-    def kick(self, namespace: str, name: str) -> None:
-        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-        body = {"metadata": {"annotations": {RETRY_ANNOTATION: stamp}}}
-        try:
-            response = self._core.patch_namespaced_pod(
-                name, namespace, body, _preload_content=False, _request_timeout=(2, 3)
-            )
-            response.drain_conn()  # an unread body would poison the pooled connection
-            response.release_conn()
-        except ApiException as err:
-            if err.status != 404:  # a pod deleted meanwhile needs no retry
-                log.warning("cannot nudge pod %s/%s: HTTP %s", namespace, name, err.status)
-        except Exception as err:
-            log.warning("cannot nudge pod %s/%s: %s", namespace, name, err)
-
-    def annotate(self, namespace: str, name: str, key: str, value: str) -> bool:
-        body = {"metadata": {"annotations": {key: value}}}
-        try:
-            response = self._core.patch_namespaced_pod(
-                name, namespace, body, _preload_content=False, _request_timeout=(2, 3)
-            )
-            response.drain_conn()
-            response.release_conn()
-        except ApiException as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
-
-
-class LogPatcher:
-    """Demo mode: no API server to patch."""
-
-    def annotate(self, namespace: str, name: str, key: str, value: str) -> bool:
-        return True  # the embedded view outlives nothing: there is no restart to record for
-
-    def kick(self, namespace: str, name: str) -> None:
-        log.info("demo: would nudge pod %s/%s to be retried", namespace, name)
 
 
 class Kicker:

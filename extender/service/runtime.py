@@ -27,6 +27,7 @@ from extender.kube.binder import ApiBinder, Binder, StoreBinder
 from extender.kube.events import ApiEventRecorder, EventRecorder, LogEventRecorder
 from extender.kube.evictor import ApiEvictor, Evictor, LogEvictor
 from extender.kube.leader import AlwaysLeader, Leadership, LeaseLeadership, default_identity
+from extender.kube.patcher import ApiPatcher, LogPatcher, Patcher
 from extender.kube.plan_recorder import PlanRecorder
 from extender.kube.requeue_store import RequeueStore
 from extender.kube.workloads import ApiSuspender, LogSuspender, Suspender
@@ -36,7 +37,7 @@ from extender.observe.metrics import Metrics
 from extender.policy.file import PolicyWatcher, load_policy, log_warnings
 from extender.service.decision_lock import DecisionLock
 from extender.service.evictions import Evictions, Suspensions
-from extender.service.kicker import ApiPatcher, Kicker, LogPatcher, Patcher
+from extender.service.kicker import Kicker
 from extender.service.lifecycle_io import LifecycleIO, RecordStore, UseReader
 from extender.service.periodic import PeriodicPass
 from extender.service.policy_switch import PolicySwitch

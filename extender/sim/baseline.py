@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extender.kube.convert import node_from_api
-from extender.sim.driver import Filtered, SimPod, Tick
+from extender.sim.calls import Filtered, Tick
+from extender.sim.runs import SimPod
 
 SCORED = ("cpu", "memory")
 

@@ -1,7 +1,11 @@
 """gangplank over HTTP for the demo: `gangplank serve` under gunicorn, watching a fake API server
 on loopback that holds the simulated cluster. The driver creates and deletes pods in that API
 server and calls the verbs with kube-scheduler's wire format (`NodeNames`: nodeCacheCapable);
-gangplank binds, nudges and evicts through the API server, as in a cluster."""
+gangplank binds, nudges and evicts through the API server, as in a cluster.
+
+gangplank runs on the real clock, the driver on its own (seconds since the demo began, pods
+stamped from the simulation's epoch): each pod is stamped again, when it is created, from the
+real time at which the driver's time began (`epoch`), so that gangplank sees it seconds old."""
 
 from __future__ import annotations
 
@@ -15,10 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from extender.service.kicker import RETRY_ANNOTATION
+from extender.kube.patcher import RETRY_ANNOTATION
 from extender.service.server import serve_command
 from extender.sim.apiserver import FakeApiServer
-from extender.sim.driver import Filtered, SimPod, Tick
+from extender.sim.calls import Filtered, Tick
+from extender.sim.runs import SimPod
+from extender.sim.workload import EPOCH, stamp
 
 if TYPE_CHECKING:
     from extender.cli.demo import DemoServer
@@ -51,8 +57,11 @@ class HttpExtender:
         log_level: str = "warning",
         log_path: Path | None = None,
         server: DemoServer | None = None,
+        epoch: float | None = None,
     ) -> None:
         self.port = port
+        # The real time (Unix seconds) of the driver's time 0; None: pods as the driver made them.
+        self.epoch = epoch
         # The demo's: gangplank answers on the socket it holds and is stopped as a process group.
         self.server = server
         self.log_path = log_path  # the server's log goes here (else to this process's stderr)
@@ -133,6 +142,10 @@ class HttpExtender:
     # ---- the cluster ----------------------------------
     def created(self, pods: Sequence[SimPod], now: float) -> None:
         for pod in pods:
+            if self.epoch is not None:
+                seconds = pod.info.created - EPOCH  # the driver's time of its creation
+                # stamp(t) is EPOCH + t: the real time `seconds` after the driver's time 0
+                pod.raw["metadata"]["creationTimestamp"] = stamp(self.epoch - EPOCH + seconds)
             self._pending.add(pod.uid)
             self.api.put("pods", pod.raw)
 

@@ -26,7 +26,8 @@ from extender.core.placement.scoring import mix_of
 from extender.core.queues.gate import queue_of
 from extender.core.queues.policy import Policy
 from extender.kube.convert import node_from_api
-from extender.sim.driver import Filtered, SimPod, Tick
+from extender.sim.calls import Filtered, Tick
+from extender.sim.runs import SimPod
 from extender.sim.workload import EPOCH
 
 LEARN_SECONDS = 60.0

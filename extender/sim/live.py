@@ -9,11 +9,13 @@ until Ctrl-C, or exits at the end with --once.
 from __future__ import annotations
 
 import sys
+import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from extender.cli.demo import DemoServer, run_guarded, show_queues
+from extender.core.model.text import shorten
 from extender.core.queues.policy import Policy
 from extender.policy.file import load_policy
 from extender.sim.cluster import load_cluster, node_gpus
@@ -64,7 +66,7 @@ class LiveView:
         for job, reason in reasons.items():
             if self.told.get(job) != reason and reason:
                 self.told[job] = reason
-                print(f"{self.now():6.1f}s  waiting    {job}: {reason[:160]}", flush=True)
+                print(f"{self.now():6.1f}s  waiting    {job}: {shorten(reason, 160)}", flush=True)
 
 
 def run_live_demo(port: int, once: bool, jobs: int, seconds: float, out: Path) -> int:
@@ -88,8 +90,14 @@ def _live_demo(server: DemoServer, once: bool, jobs: int, seconds: float, out: P
         min_duration=3.0,
     )
     workload = generate(mix, per_node)
-    extender = HttpExtender(server.port, policy_path, log_level="error", server=server)
     clock = WallClock()
+    extender = HttpExtender(
+        server.port,
+        policy_path,
+        log_level="error",
+        server=server,
+        epoch=time.time() - clock.now(),  # pods are stamped from the real clock, as gangplank's
+    )
     view = LiveView(clock.now, {j.name: j for j in workload})
     print(
         f"gangplank demo: {len(nodes)} nodes ({gpus} GPUs) served by a fake API server on "

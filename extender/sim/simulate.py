@@ -19,32 +19,28 @@ import argparse
 import copy
 import dataclasses
 import os
-import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from extender.cli.args import above, non_negative_float, positive_float, positive_int
 from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import PolicyError
 from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
+from extender.sim.calls import Extender
 from extender.sim.cluster import ClusterError, load_cluster, node_gpus
-from extender.sim.driver import Driver, Extender, Options
+from extender.sim.driver import Driver, Options
 from extender.sim.inprocess import InProcess
-from extender.sim.report import (
-    difference_table,
-    differences,
-    figures,
-    summary,
-    write_html,
-    write_json,
-)
+from extender.sim.progress import run_progress, runs_progress
+from extender.sim.report.figures import figures
+from extender.sim.report.page import CHARTS_MISSING, write_html, write_json
+from extender.sim.report.tables import summary
+from extender.sim.report.verdicts import difference_table, verdicts
+from extender.sim.simulate_args import COMPARE_SEEDS, GENERATED_JOBS, Variant, parse_variant
 from extender.sim.workload import (
-    FAULTS,
     Faults,
     JobSpec,
     Mix,
@@ -53,51 +49,6 @@ from extender.sim.workload import (
     generate,
     with_faults,
 )
-
-DEFAULT_TRACES = Path("../shared/traces")
-# One scheduling cycle with an extender: the filter and prioritize round trips (gangplank's pair
-# is p50 2.3 ms over HTTP at 5,000 nodes, docs/benchmarks.md), kube-scheduler's own filters and
-# scores over thousands of nodes, the bind: 5 ms, 200 pods a second.
-CYCLE_MS = 5.0
-GENERATED_JOBS = 2000
-# Seeds of a what-if by default: enough for a difference that goes one way in all of them to
-# mean something (one way in 3 of 3 by chance: 1 in 4), few enough for minutes on two cores.
-COMPARE_SEEDS = 3
-
-
-@dataclass
-class Variant:
-    label: str
-    cluster: str
-    policy: str | None
-    add_nodes: int = 0
-    baseline: bool = False
-    lifecycle: bool = True  # False: the policy's `lifecycle:` rules left out
-
-
-def parse_variant(text: str, base: Variant) -> Variant:
-    """`key=value,...` over the base run: label=, cluster=, policy= (none: no policy), nodes=+N,
-    lifecycle=off (the policy without its `lifecycle:` rules) or on."""
-    variant = copy.copy(base)
-    variant.label = text
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, _, value = part.partition("=")
-        if key == "label":
-            variant.label = value
-        elif key == "cluster":
-            variant.cluster = cluster_spec(value)
-        elif key == "policy":
-            variant.policy = None if value in ("", "none") else value
-        elif key == "nodes" and value.lstrip("+").isdigit():
-            variant.add_nodes = int(value.lstrip("+"))
-        elif key == "lifecycle" and value in ("on", "off"):
-            variant.lifecycle = value == "on"
-        else:
-            raise ValueError(
-                f"--compare {text!r}: {part!r} is not label=, cluster=, policy=, nodes=+N or "
-                "lifecycle=on|off"
-            )
-    return variant
 
 
 def without_lifecycle(policy: Policy) -> Policy:
@@ -108,170 +59,47 @@ def without_lifecycle(policy: Policy) -> Policy:
     )
 
 
-def cluster_spec(text: str) -> str:
-    """--cluster as written: a synthetic one must say how many nodes of how many GPUs (files
-    are read, and refused with the reason, when the run starts)."""
-    if text.startswith("synthetic:"):
-        found = re.fullmatch(r"synthetic:(\d+)x(\d+)", text)
-        if found is None or not int(found.group(1)) or not int(found.group(2)):
-            raise argparse.ArgumentTypeError(
-                f"{text!r}: write synthetic:NODESxGPUS, at least 1 node of 1 GPU "
-                "(e.g. synthetic:64x8)"
-            )
-    return text
+DEFAULT_QUEUES = ("team-a", "team-b", "team-c")  # the arrivals' queues when no policy names any
 
 
-def queue_shares(text: str) -> dict[str, float]:
-    """--queues: `queue=share,...` (a queue without `=share` has share 1)."""
-    out: dict[str, float] = {}
-    for part in text.split(","):
-        name, sep, share_text = (s.strip() for s in part.partition("="))
-        if not name:
-            raise argparse.ArgumentTypeError(f"{text!r}: a queue name is empty")
-        if name in out:
-            raise argparse.ArgumentTypeError(f"{text!r}: queue {name} is named twice")
-        share = positive_float(share_text) if sep else 1.0
-        out[name] = share
-    return out
+def _leaves(policy: Policy) -> list[str]:
+    return [q for q in policy.queues if policy.is_leaf(q)]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--cluster",
-        default="synthetic:64x8",
-        type=cluster_spec,
-        help="nodes: a `kubectl get nodes -o yaml` dump, a trace node CSV, a traces directory "
-        "(its 4,278-node spot list) or synthetic:NODESxGPUS",
-    )
-    parser.add_argument(
-        "--workload",
-        default="generated",
-        help="`generated` (a seeded mix, see --jobs/--hours/--load), or an alibaba-gpu-v2023 pod "
-        "CSV (or its traces directory), its pods arriving as --arrivals says",
-    )
-    parser.add_argument(
-        "--jobs",
-        type=positive_int,
-        help=f"jobs to generate (default {GENERATED_JOBS}); of a trace, the first this many pods "
-        "(default: all)",
-    )
-    parser.add_argument(
-        "--arrivals",
-        choices=("trace", "fgd"),
-        default="trace",
-        help="how a trace's pods arrive: `trace`, at their creation times, each running from "
-        "scheduling to deletion (the trace's own pace: light, see the README); `fgd`, as the "
-        "FGD paper replays them: in order, then seeded draws from the list until the GPUs "
-        "asked for exceed the cluster's, one a second, none leaving",
-    )
-    parser.add_argument(
-        "--hours", type=positive_float, default=24.0, help="hours the arrivals span"
-    )
-    parser.add_argument(
-        "--load",
-        type=positive_float,
-        default=0.9,
-        help="GPU-hours asked for, as a share of the cluster's",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=1,
-        help="the first seed: of the generated mix, of a trace's queues and FGD draws, of "
-        "kube-scheduler's random picks",
-    )
-    parser.add_argument(
-        "--seeds",
-        type=positive_int,
-        help=f"run every variant on the workloads of this many seeds (--seed, --seed+1, ...): "
-        f"figures show the median and range; default {COMPARE_SEEDS} with --compare, else 1",
-    )
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        help="runs at once, each in its own process (default: the CPUs, at most the runs)",
-    )
-    parser.add_argument(
-        "--queues",
-        type=queue_shares,
-        help="queue=share,... of arrivals (default: the policy's open leaf queues, equal shares; "
-        "without a policy team-a, team-b and team-c)",
-    )
-    parser.add_argument("--policy", help="policy YAML (queues, quotas, preemption, placement)")
-    parser.add_argument(
-        "--compare",
-        nargs=2,
-        metavar=("A", "B"),
-        help="two variants of the run, each `key=value,...`: label=, cluster=, policy= (a file, "
-        "or none), nodes=+N (N more nodes like the last), lifecycle=off (the policy without its "
-        "lifecycle: rules); the baseline runs too",
-    )
-    parser.add_argument("--no-baseline", action="store_true", help="skip the run without gangplank")
-    parser.add_argument("--out", default="simulation", help="directory for report.json/.html")
-    parser.add_argument("--no-html", action="store_true", help="write no HTML page")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    share = above(float, 0, inclusive=True, most=1)
-    for flag, fault in (
-        ("--never-ready", "never-ready"),
-        ("--crash", "crash"),
-        ("--node-loss", "node-loss"),
-        ("--idle", "idle"),
-    ):
-        whose = "gangs" if fault == "node-loss" else "jobs"
-        parser.add_argument(
-            flag,
-            type=share,
-            default=0.0,
-            help=f"share of {whose} (0-1, seeded) that {FAULTS[fault]}",
-        )
-    parser.add_argument(
-        "--fixed-on-retry",
-        type=share,
-        default=0.5,
-        help="chance that a never-ready or crash-looping job gangplank sent back is fixed on "
-        "each new attempt",
-    )
-    parser.add_argument(
-        "--stuck-factor",
-        type=positive_float,
-        default=3.0,
-        help="a job stuck not ready or crash-looping is deleted by its owner this many times its "
-        "duration after it got stuck",
-    )
-    parser.add_argument(
-        "--kick-seconds",
-        type=positive_float,
-        default=5.0,
-        help="simulated seconds between gangplank's periodic passes (nudges, holds, reclaim)",
-    )
-    parser.add_argument(
-        "--cycle-ms",
-        type=non_negative_float,
-        default=CYCLE_MS,
-        help="simulated milliseconds kube-scheduler spends on one pod (filter, prioritize, "
-        "extender round trips): a backlog drains at 1000/cycle-ms pods a second "
-        "(0: as fast as it comes)",
-    )
-
-
-def _queues(args: argparse.Namespace, policy: Policy | None) -> dict[str, float]:
+def arrival_queues(
+    args: argparse.Namespace, policy: Policy | None, compared: Sequence[Policy]
+) -> dict[str, float] | None:
+    """The queues the arrivals are spread over, with their shares: --queues; else the open leaf
+    queues of --policy; else of the policies compared, which must have the same leaf queues
+    (the same arrivals run on each). None when no policy names any. ValueError when a queue of
+    the arrivals is not a leaf queue of a policy they run on."""
     if args.queues:
         queues: dict[str, float] = args.queues
-        for name in queues:
-            if policy is not None and (name not in policy.queues or not policy.is_leaf(name)):
-                leaves = ", ".join(q for q in policy.queues if policy.is_leaf(q))
+    elif policy is not None:
+        queues = {q: 1.0 for q in _leaves(policy) if policy.queues[q].state == "open"}
+    elif compared:
+        first = compared[0]
+        for other in compared[1:]:
+            if set(_leaves(other)) != set(_leaves(first)):
                 raise ValueError(
-                    f"--queues: {name} is not a leaf queue of {policy.source} (its leaf queues: "
-                    f"{leaves})"
+                    f"--compare: {first.source} has the leaf queues "
+                    f"{', '.join(sorted(_leaves(first)))} and {other.source} has "
+                    f"{', '.join(sorted(_leaves(other)))}: the same arrivals cannot run on both "
+                    "(compare policies of the same leaf queues)"
                 )
-        return queues
-    if policy is None:
-        return {"team-a": 1.0, "team-b": 1.0, "team-c": 1.0}
-    return {
-        name: 1.0
-        for name, spec in policy.queues.items()
-        if policy.is_leaf(name) and spec.state == "open"
-    }
+        opened = [q for q in _leaves(first) if any(p.queues[q].state == "open" for p in compared)]
+        queues = dict.fromkeys(opened or _leaves(first), 1.0)
+    else:
+        return None
+    for each in [*([policy] if policy else []), *compared]:
+        for name in queues:
+            if name not in each.queues or not each.is_leaf(name):
+                flag = "--queues" if args.queues else "--compare"
+                raise ValueError(
+                    f"{flag}: {name} is not a leaf queue of {each.source} (its leaf queues: "
+                    f"{', '.join(_leaves(each))})"
+                )
+    return queues
 
 
 def _grow(nodes: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
@@ -285,32 +113,6 @@ def _grow(nodes: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
         extra["metadata"]["labels"]["kubernetes.io/hostname"] = name
         out.append(extra)
     return out
-
-
-def _progress(total: float, label: str, quiet: bool) -> tuple[Callable[[float], None], Any]:
-    if quiet:
-        return (lambda t: None), None
-    from tqdm import tqdm
-
-    bar = tqdm(
-        total=round(total / 3600, 2),
-        desc=label,
-        unit="h",
-        file=sys.stderr,
-        leave=False,
-        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} simulated h "
-        "[{elapsed}<{remaining}]",
-    )
-
-    def update(t: float) -> None:
-        hours = round(t / 3600, 2)
-        if hours > bar.total:  # past the last arrival: the run goes on until the work is done
-            bar.total = hours
-            bar.set_description_str(f"{label}, after the last arrival", refresh=False)
-        if hours > bar.n:
-            bar.update(hours - bar.n)
-
-    return update, bar
 
 
 def _trace(path: Path, queues: Sequence[str], limit: int, seed: int) -> list[JobSpec]:
@@ -345,7 +147,7 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
     extender: Extender = Baseline() if variant.baseline else InProcess(policy)
     horizon = max((j.arrival for j in jobs), default=0.0)
     label = variant.label if args.seeds == 1 else f"{variant.label}, seed {task.seed}"
-    update, bar = _progress(horizon, label, quiet)
+    update, close = run_progress(horizon, label, quiet)
     driver = Driver(
         nodes,
         jobs,
@@ -364,8 +166,7 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
     try:
         driver.run()
     finally:
-        if bar is not None:
-            bar.close()
+        close()
     if policy is None and task.reference:
         policy = load_policy(task.reference)
     cluster = variant.cluster + (f" +{variant.add_nodes} nodes" if variant.add_nodes else "")
@@ -382,40 +183,37 @@ def run_all(tasks: Sequence[Task], args: argparse.Namespace) -> list[dict[str, A
     workers = min(args.workers or os.cpu_count() or 1, len(tasks))
     if workers <= 1:
         return [run_variant(task, args, args.quiet) for task in tasks]
-    bar = None
-    if not args.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(tasks), desc=f"runs ({workers} at once)", unit="run", file=sys.stderr)
+    done, close = runs_progress(len(tasks), workers, args.quiet)
     out: list[dict[str, Any]] = []
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             for result in pool.map(_run_task, [(task, args) for task in tasks]):
                 out.append(result)
-                if bar is not None:
-                    bar.update(1)
+                done()
     finally:
-        if bar is not None:
-            bar.close()
+        close()
     return out
 
 
 def workload(
-    args: argparse.Namespace, policy: Policy | None, nodes: list[dict[str, Any]], seed: int
+    args: argparse.Namespace,
+    queues: dict[str, float] | None,
+    nodes: list[dict[str, Any]],
+    seed: int,
 ) -> list[JobSpec]:
-    """The jobs of one seed, a seeded share of them wasting what they hold (`faults`)."""
+    """The jobs of one seed over `queues` (`arrival_queues`), a seeded share of them wasting
+    what they hold (`faults`)."""
     if args.workload == "generated":
         mix = Mix(
             jobs=args.jobs or GENERATED_JOBS,
             hours=args.hours,
             load=args.load,
             seed=seed,
-            queues=_queues(args, policy),
+            queues=queues or dict.fromkeys(DEFAULT_QUEUES, 1.0),
         )
         jobs = generate(mix, node_gpus(nodes))
     else:
-        queues = list(_queues(args, policy)) if (args.queues or policy) else []
-        jobs = _trace(Path(args.workload), queues, args.jobs, seed)
+        jobs = _trace(Path(args.workload), list(queues or ()), args.jobs, seed)
         if args.arrivals == "fgd":
             jobs = fgd_arrivals(jobs, sum(node_gpus(nodes)), seed)
     return with_faults(jobs, faults(args, seed))
@@ -465,21 +263,25 @@ def main(args: argparse.Namespace) -> int:
         policy = load_policy(args.policy) if args.policy else None
         nodes = load_cluster(args.cluster)
         seeds = [args.seed + i for i in range(args.seeds)]
-        jobs = {seed: workload(args, policy, nodes, seed) for seed in seeds}
         base = Variant("gangplank", args.cluster, args.policy)
         variants = (
             [parse_variant(args.compare[0], base), parse_variant(args.compare[1], base)]
             if args.compare
             else [base]
         )
+        compared: dict[str, Policy] = {}
         for variant in variants:  # refused now rather than after the runs before it
-            if variant.policy:
-                load_policy(variant.policy)
-            elif not variant.lifecycle:
+            if variant.policy and variant.policy != args.policy:
+                compared.setdefault(variant.policy, load_policy(variant.policy))
+            elif not variant.policy and not variant.lifecycle:
                 raise ValueError(f"--compare {variant.label}: lifecycle=off needs a policy")
             cluster = variant.cluster
             if cluster != args.cluster and ":" not in cluster and not Path(cluster).exists():
                 raise ClusterError(f"--compare {variant.label}: {cluster}: no such file")
+        queues = arrival_queues(args, policy, list(compared.values()))
+        jobs = {seed: workload(args, queues, nodes, seed) for seed in seeds}
+        # the policy whose fair shares a run without one (the baseline) is measured against
+        reference = args.policy or next(iter(compared), None)
         if not args.no_baseline:
             variants.append(Variant("kube-scheduler alone", args.cluster, None, baseline=True))
         if Path(args.out).exists() and not Path(args.out).is_dir():
@@ -492,34 +294,34 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.workload != "generated" and args.arrivals == "trace":
         print(replay_note(jobs[seeds[0]], nodes), file=sys.stderr)
-    tasks = [Task(v, seed, jobs[seed], args.policy) for seed in seeds for v in variants]
+    tasks = [Task(v, seed, jobs[seed], reference) for seed in seeds for v in variants]
     try:
         runs = run_all(tasks, args)
     except (ClusterError, PolicyError, OSError) as err:
         print(f"gangplank simulate: {err}", file=sys.stderr)
         return 2
     print(summary(runs))
-    found = []
+    found: list[dict[str, Any]] = []
+    unjudged = []
     by_label = {v.label: [r for r in runs if r["label"] == v.label] for v in variants}
     first = by_label[variants[0].label]
     for variant in variants[1:]:
-        found += differences(first, by_label[variant.label])
-    notes = [difference_table(found)] if found else []
-    if notes:
+        judged, why = verdicts(first, by_label[variant.label])
+        found += judged
+        unjudged += [why] if why else []
+    notes = ([difference_table(found)] if found else []) + (
+        ["\n".join(unjudged)] if unjudged else []
+    )
+    for note in notes:
         print()
-        print(notes[0])
+        print(note)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_json(runs, out / "report.json", found)
     written = [str(out / "report.json")]
     if not args.no_html:
-        try:
-            write_html(runs, out / "report.html", "gangplank simulation", notes)
-            written.append(str(out / "report.html"))
-        except ImportError:
-            print(
-                "no HTML page: matplotlib is missing (pip install 'gangplank[sim]')",
-                file=sys.stderr,
-            )
+        if not write_html(runs, out / "report.html", "gangplank simulation", notes):
+            print(f"report.html has no charts: {CHARTS_MISSING}", file=sys.stderr)
+        written.append(str(out / "report.html"))
     print("\nwrote " + ", ".join(written))
     return 0

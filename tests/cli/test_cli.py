@@ -60,7 +60,7 @@ WORKS = {
     "status with --url before the command": (gangplank("--url", "{url}", "status"), "waiting 1"),
     "status -o json after the command": (
         gangplank("status", "-o", "json", "--url", "{url}"),
-        '"waiting_gangs"',
+        '"waitingGangs"',
     ),
     "why POD --url": (
         gangplank("why", "team-a/train-0", "--url", "{url}"),
@@ -83,6 +83,10 @@ WORKS = {
     "kubectl gangplank why POD --url": (
         kubectl("why", "team-a/train-0", "--url", "{url}"),
         "pod team-a/train-0",
+    ),
+    "policy check prints a large memory amount as written (1e+04Gi before)": (
+        gangplank("policy", "check", "{tmp}/memory.yaml"),
+        "guarantee memory: 4G; max memory: 10000Gi",
     ),
     "kubectl gangplank -o json status --url": (
         kubectl("-o", "json", "status", "--url", "{url}"),
@@ -196,6 +200,21 @@ REFUSED = {
         "{tmp}/broken.yaml:2:1: not valid YAML",
         2,
     ),
+    "policy check of a quantity in GB, with the suffixes it may have meant": (
+        gangplank("policy", "check", "{tmp}/gigabytes.yaml"),
+        "'512GB' is not a quantity; did you mean 512G or 512Gi?",
+        2,
+    ),
+    "policy check of idleGpu.below written as a fraction (passed silently before)": (
+        gangplank("policy", "check", "{tmp}/fraction.yaml"),
+        "below: 0.1 looks like a fraction; below is a percent (0-100): write 10 for 10%",
+        2,
+    ),
+    "policy without a subcommand names them (required: policy_command before)": (
+        gangplank("policy"),
+        "gangplank policy: a subcommand is needed: check or import (their usage is above)",
+        2,
+    ),
     "demo --port 70000": (gangplank("demo", "--port", "70000"), "--port", 2),
     "demo --jobs 0": (gangplank("demo", "--jobs", "0"), "--jobs", 2),
     "demo --out that is a file, before the demo runs": (
@@ -245,6 +264,11 @@ def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (path / "kueue.yaml").write_text(KUEUE)
     (path / "empty.yaml").write_text("# nothing yet\n")
     (path / "broken.yaml").write_text("queues: [\n")
+    (path / "memory.yaml").write_text(
+        "queues:\n  - name: big\n    guarantee: {memory: 4G}\n    max: {memory: 10000Gi}\n"
+    )
+    (path / "gigabytes.yaml").write_text("queues:\n  - name: big\n    max: {memory: 512GB}\n")
+    (path / "fraction.yaml").write_text("lifecycle:\n  idleGpu: {below: 0.1, for: 30m}\n")
     return path
 
 
@@ -278,6 +302,14 @@ def test_a_mistake_is_one_line_naming_it_and_a_non_zero_exit(
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     assert says.format(tmp=tmp) in lines[0]
+
+
+def test_a_command_without_its_subcommand_prints_their_usage(
+    ran: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    shown = ran["policy without a subcommand names them (required: policy_command before)"].stdout
+    assert shown.startswith("usage: gangplank policy")
+    assert "check" in shown and "import" in shown and "validate a policy file" in shown
 
 
 def parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -237,3 +237,91 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return bytes(response.read())
+
+
+def _oldest_pending(metrics: bytes) -> float:
+    values = [
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.decode().splitlines()
+        if line.startswith("gangplank_queue_oldest_pending_seconds{")
+    ]
+    return max(values, default=0.0)
+
+
+@contextlib.contextmanager
+def _demo_serving(
+    tmp_path: Path,
+    temp: Path,
+    flags: list[str],
+    until: str,
+    meanwhile: Callable[[str], None] = lambda base: None,
+) -> Iterator[str]:
+    """`gangplank demo FLAGS` started, `meanwhile(base)` called until its output says `until`;
+    then its base URL, and it is stopped (SIGTERM) after the block."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    output = tmp_path / "out.txt"
+    with output.open("wb") as out:
+        demo = subprocess.Popen(
+            [*GANGPLANK_DEMO, *flags, "--port", str(port)],
+            env={**os.environ, "TMPDIR": str(temp)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while until not in output.read_text():
+            assert demo.poll() is None, output.read_text()
+            assert time.monotonic() < deadline, f"the demo did not say {until!r}"
+            with contextlib.suppress(OSError):
+                meanwhile(base)
+            time.sleep(0.2)
+        yield base
+    finally:
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_the_live_demos_pods_are_seconds_old_for_gangplank_not_days(
+    tmp_path: Path, temp: Path
+) -> None:
+    """Stamped from the simulator's fixed day (2026-12-01) before, while gangplank runs on the
+    real clock: `pods --waiting` said 5d for pods seconds old, and the queued-too-long metric
+    was over 500,000 s."""
+    waits: list[float] = []
+    oldest: list[float] = []
+
+    def look(base: str) -> None:
+        pods = json.loads(_get(f"{base}/pods?waiting=true"))["pods"]
+        waits.extend(p["waitingSeconds"] for p in pods)
+        oldest.append(_oldest_pending(_get(f"{base}/metrics")))
+
+    flags = ["--jobs", "16", "--seconds", "4", "--out", str(tmp_path / "report")]
+    with _demo_serving(tmp_path, temp, flags, "keeps serving", look):
+        pass
+    assert waits and max(oldest) > 0, "pods waited during the run"
+    assert max(waits) < 120 and max(oldest) < 120, (max(waits), max(oldest))
+
+
+def test_the_curl_demos_pods_are_minutes_old_for_gangplank_not_days(
+    tmp_path: Path, temp: Path
+) -> None:
+    """The example's pods were served as written, created on its fixed day: `gangplank pods
+    --waiting` said 5d (the README showed 4d)."""
+    with _demo_serving(tmp_path, temp, ["--curl"], "Ctrl-C stops it") as base:
+        shown = subprocess.run(
+            [str(Path(sys.executable).parent / "gangplank"), "pods", "--waiting", "--url", base],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split() for line in shown.stdout.splitlines()[1:]]
+    assert rows and {row[-1] for row in rows} <= {"2m", "3m"}, shown.stdout
+    assert list(temp.iterdir()) == [], "the restamped copy is removed"

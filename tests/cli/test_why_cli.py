@@ -300,3 +300,46 @@ def test_status_shows_a_plans_members_and_nodes_after_they_are_bound() -> None:
     assert (after["members"], after["bound"], after["nodes"]) == (2, 2, ["n0", "n1"])
     why = client.get("/why?pod=default/pair-0").get_json()
     assert why["state"] == f"running on {placed[members[0]['metadata']['uid']]}"
+
+
+def keys_of(answer: Any) -> set[str]:
+    """Every key of a JSON answer, at any depth."""
+    if isinstance(answer, dict):
+        return set(answer) | {k for v in answer.values() for k in keys_of(v)}
+    if isinstance(answer, list):
+        return {k for v in answer for k in keys_of(v)}
+    return set()
+
+
+def test_every_key_of_the_json_api_is_camel_case_as_kubernetes_writes_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`waitingSeconds` beside `seconds_left` before: one convention, Kubernetes' camelCase."""
+    cluster, members = waiting_gang_cluster()
+    duo = gang_pods("duo", 2, gpu=1, namespace="team-a", labels={"gangplank.io/queue": "team-a"})
+    cluster.add("pods", *duo)
+    policy = parse_policy(policy_doc(queue("team-a", namespaces=["team-a"])))
+    runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True, policy=policy)
+    runtime.scheduler.holder._hold = Hold(
+        "pod:team-b/solo", time.time() + 60, {}, frozenset(), {}, {}
+    )
+    app = create_app(runtime)
+    client = app.test_client()
+    for first in (members[0], duo[0]):
+        client.post("/scheduler/filter", json={"Pod": first, "NodeNames": ["n0", "n1"]})
+    answers = {
+        path: client.get(path).get_json()
+        for path in ("/status", "/why?pod=team-a/train-0", "/pods", "/queues")
+    }
+    assert answers["/status"]["plans"] and answers["/status"]["hold"], "every part is shown"
+    assert {path: sorted(k for k in keys_of(a) if "_" in k) for path, a in answers.items()} == {
+        path: [] for path in answers
+    }
+    with serving(app) as base:  # and the CLI reads the new keys
+        assert gangplank(["--url", base, "status"]) == 0
+        status = capsys.readouterr().out
+        assert gangplank(["--url", base, "why", "team-a/train-0"]) == 0
+        why = capsys.readouterr().out
+    assert "reserved pods: 2" in status and "waiting gang" in status.lower()
+    assert re.search(r"\(\d+ s left\)", status) and re.search(r"\(\d+ s left\)", why)
+    assert "(1 of 1 waiting in line)" in why

@@ -88,7 +88,7 @@ def assert_nothing_left_behind(extender: Extender) -> None:
     deadline = time.monotonic() + 5
     while True:
         status = extender.get("/status")
-        clean = status["reserved_pods"] == 0 and status["plans"] == []
+        clean = status["reservedPods"] == 0 and status["plans"] == []
         if clean or time.monotonic() > deadline:
             break
         time.sleep(0.05)

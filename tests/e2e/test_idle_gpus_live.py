@@ -112,7 +112,7 @@ class Step:
         return float(found.group(1)) if found else None
 
     def idle(self) -> dict[str, str]:
-        return {i["job"]: i["reason"] for i in self.status.get("idle_jobs", [])}
+        return {i["job"]: i["reason"] for i in self.status.get("idleJobs", [])}
 
     def told(self, reason: str) -> Counter[str]:
         """Events with `reason`, by pod."""
@@ -276,7 +276,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         wait(lambda: get_json(f"{base}/readyz")[0] == 200, 30)
 
         def idle_now() -> set[str]:
-            return {i["job"] for i in get_json(f"{base}/status")[1].get("idle_jobs", [])}
+            return {i["job"] for i in get_json(f"{base}/status")[1].get("idleJobs", [])}
 
         took = wait(
             lambda: (

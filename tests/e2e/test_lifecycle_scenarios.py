@@ -349,7 +349,7 @@ def test_the_requeue_limit_holds_the_job_with_its_reason_until_a_pod_is_annotate
         assert len(train.created) == 3 and bound(api, "train") == {}
         assert scheduler.reasons["default/train-0"] == HELD.format(reason=not_ready)
         held = [{"job": "gang default/train", "requeues": 2, "reason": not_ready}]
-        assert extender.get("/status")["held_jobs"] == held
+        assert extender.get("/status")["heldJobs"] == held
         assert "gangplank_jobs_held 1.0" in extender.metrics()
 
         kubelets.trouble.clear()
@@ -360,7 +360,7 @@ def test_the_requeue_limit_holds_the_job_with_its_reason_until_a_pod_is_annotate
         scheduler.settle(timeout=10, until=lambda: len(bound(api, "train")) == 4)
         assert len(bound(api, "train")) == 4, scheduler.reasons
         assert record(api) is None, "started afresh"
-        assert extender.get("/status")["held_jobs"] == []
+        assert extender.get("/status")["heldJobs"] == []
 
 
 # ---- broken gangs ----

@@ -109,3 +109,17 @@ def test_events_are_rate_limited_and_a_notice_tells_at_most_8_pods() -> None:
     assert recorder.record(notice, pods) == 2 and recorder.dropped == 6
     now[0] = 3.0
     assert recorder.record(notice, pods) == 3
+
+
+def test_an_events_message_too_long_for_the_api_is_cut_between_words(api: FakeApiServer) -> None:
+    from kubernetes import client
+
+    from extender.kube.events import post_pod_event
+
+    core = client.CoreV1Api(client.ApiClient(client.Configuration(host=api.url)))
+    words = " ".join(f"node-{i} lacks 8 nvidia.com/gpu;" for i in range(100))
+    assert post_pod_event(core, "default", "w-0", "", "Waiting", words)
+    (posted,) = api.state.posted_events
+    message = posted["message"]
+    assert len(message) <= 1024 and message.endswith(" …")
+    assert words.startswith(message[:-2]) and words[len(message) - 2] == " "

@@ -9,8 +9,9 @@ from kubernetes import client
 from prometheus_client import generate_latest
 
 from extender.kube.leader import AlwaysLeader, LeaseLeadership
+from extender.kube.patcher import ApiPatcher
 from extender.observe.metrics import Metrics
-from extender.service.kicker import ApiPatcher, Kicker
+from extender.service.kicker import Kicker
 from tests.builders import pod
 from tests.fakeapi import FakeApiServer
 

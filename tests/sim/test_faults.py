@@ -22,11 +22,15 @@ from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import parse_policy
 from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
+from extender.sim.calls import Tick
 from extender.sim.cluster import synthetic
-from extender.sim.driver import Driver, Options, SimPod, Tick
+from extender.sim.driver import Driver, Options
 from extender.sim.inprocess import InProcess
-from extender.sim.report import figures, summary
-from extender.sim.simulate import parse_variant, without_lifecycle
+from extender.sim.report.figures import figures
+from extender.sim.report.tables import summary
+from extender.sim.runs import SimPod
+from extender.sim.simulate import without_lifecycle
+from extender.sim.simulate_args import Variant, parse_variant
 from extender.sim.workload import CONTROLLER, Faults, JobSpec, Mix, generate, with_faults
 from tests.builders import policy_doc, queue
 
@@ -341,8 +345,6 @@ def test_a_variant_may_leave_the_policy_s_lifecycle_rules_out() -> None:
 
 
 def _base() -> Any:
-    from extender.sim.simulate import Variant
-
     return Variant("gangplank", "synthetic:2x8", str(LIFECYCLE_POLICY))
 
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +19,17 @@ from extender.kube.convert import node_from_api
 from extender.policy.file import load_policy
 from extender.sim.baseline import Baseline
 from extender.sim.cluster import ClusterError, load_cluster, synthetic
-from extender.sim.driver import Driver, Options, SimPod
+from extender.sim.driver import Driver, Options
 from extender.sim.fit import FitIndex
 from extender.sim.inprocess import InProcess
-from extender.sim.report import (
-    SUMMARY_ROWS,
-    by_variant,
-    colours,
-    difference_table,
-    differences,
-    figures,
-    summary,
-    time_unit,
-    waited_by_cause,
-    write_html,
-)
+from extender.sim.report.cells import by_variant
+from extender.sim.report.charts import colours, time_unit
+from extender.sim.report.figures import figures, waited_by_cause
+from extender.sim.report.page import write_html
+from extender.sim.report.rows import SUMMARY_ROWS
+from extender.sim.report.tables import summary
+from extender.sim.report.verdicts import difference_table, differences
+from extender.sim.runs import SimPod
 from extender.sim.workload import (
     JobSpec,
     Mix,
@@ -48,6 +41,7 @@ from extender.sim.workload import (
 )
 from loadtest import simulate_bench
 from tests.builders import gpus, pod_info, policy_doc, queue
+from tests.sim.console import gangplank
 
 DEMO_CLUSTER = Path(__file__).resolve().parents[2] / "extender/data/demo-cluster.yaml"
 
@@ -375,24 +369,6 @@ def test_one_seed_says_that_it_cannot_tell_noise() -> None:
     found = differences([one_run("today", 1, 0.1, 5)], [one_run("+16", 1, 0.7, 5)])
     assert [d["verdict"] for d in found] == ["one seed: noise unknown"]
     assert "--seeds 3 or more" in difference_table(found)
-
-
-BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def gangplank(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The console script as a user runs it, this checkout's code."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [str(BIN / "gangplank"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_a_what_if_runs_every_variant_on_each_seed_and_reports_the_spread(

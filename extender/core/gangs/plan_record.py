@@ -18,6 +18,7 @@ the gang with more members bound wins the room).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -33,6 +34,9 @@ from extender.core.placement.fit import fits
 from extender.core.placement.planner import plan_gang
 
 PLAN_ANNOTATION = "gangplank.io/plan"
+# Stamps each computation of records (`to_write`, under the decision lock): the writer, which
+# works after the lock, never lets one computed earlier overwrite one computed since.
+_computed = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +146,15 @@ def still_fits(
 
 @dataclass(frozen=True, slots=True)
 class ToWrite:
-    """One member's record to write: the annotation's value on pod namespace/name (uid)."""
+    """One member's record to write: the annotation's value on pod namespace/name (uid), of
+    plan `job`, computed `computed`-th (a newer computation has a higher number)."""
 
     namespace: str
     name: str
     uid: str
     value: str
+    job: str = ""
+    computed: int = field(default=0, compare=False)
 
 
 def to_write(snapshot: Snapshot, plan: Plan) -> list[ToWrite]:
@@ -164,13 +171,14 @@ def to_write(snapshot: Snapshot, plan: Plan) -> list[ToWrite]:
         }
     out = []
     keeper = min(plan.requests, default="")
+    computed = next(_computed)
     for uid, node in plan.assignments.items():
         pod = pods.get(uid)
         if pod is None:
             continue  # not in the cache yet: it cannot bind before it is
         value = encode(node, plan.deadline, plan.victims if uid == keeper else None)
         if pod.annotations.get(PLAN_ANNOTATION) != value:
-            out.append(ToWrite(pod.namespace, pod.name, uid, value))
+            out.append(ToWrite(pod.namespace, pod.name, uid, value, plan.key, computed))
     return out
 
 

@@ -36,6 +36,10 @@ _PATTERN = re.compile(
 )
 
 
+# How people write bytes elsewhere (512GB, 4GiB, 100MB): told which quantity they meant.
+_BYTES_SUFFIX = re.compile(r"^\+?([0-9.]+)\s*([kKMGTPE])(i?)[bB]$")
+
+
 class QuantityError(ValueError):
     """A quantity that cannot be a real Kubernetes quantity; the message says why."""
 
@@ -71,9 +75,7 @@ def _decimal(text: str) -> Decimal:
         raise QuantityError(f"{text!r} is negative")
     match = _PATTERN.match(stripped)
     if match is None:
-        raise QuantityError(
-            f"{text!r} is not a quantity (expected a number with an optional suffix)"
-        )
+        raise QuantityError(f"{text!r} is not a quantity{_meant(stripped)}")
     number, suffix = match.group(1), match.group(2) or ""
     try:
         if suffix in _SUFFIXES:
@@ -81,6 +83,18 @@ def _decimal(text: str) -> Decimal:
         return Decimal(number) * (Decimal(10) ** int(suffix[1:]))
     except (InvalidOperation, KeyError, OverflowError) as err:
         raise QuantityError(f"{text!r} is not a quantity") from err
+
+
+def _meant(text: str) -> str:
+    """What a quantity written with a byte suffix (`GB`, `GiB`) meant, for the error."""
+    written = _BYTES_SUFFIX.match(text)
+    if written is None or _PATTERN.match(written[1]) is None:
+        return " (expected a number with an optional suffix: 500m, 4G, 16Gi)"
+    number, letter, binary = written.groups()
+    if binary:
+        return f"; did you mean {number}{letter.upper()}i?"
+    decimal = "k" if letter in "kK" else letter
+    return f"; did you mean {number}{decimal} or {number}{letter.upper()}i?"
 
 
 @lru_cache(maxsize=8192)
@@ -94,17 +108,30 @@ def _parse(text: str, milli: bool) -> int:
     return result
 
 
+_BYTE_UNITS = [(suffix, int(factor)) for suffix, factor in _SUFFIXES.items() if factor >= 1000]
+
+
 def format_amount(resource: str, amount: int) -> str:
-    """Print an amount in the unit a user writes it in (`cpu` in cores, memory in GiB)."""
+    """Print an amount exactly, in the unit a user writes it in: `cpu` in cores (`1.5`), bytes
+    (memory, storage, hugepages) in the shortest exact quantity of either family (`4G`, `16Gi`,
+    `1.5Gi`, `10000Gi`), anything else as a count. Never in exponent notation, never rounded:
+    what is printed reads back as the amount."""
     if resource == "cpu":
-        return f"{amount / 1000:g}" if amount % 1000 else str(amount // 1000)
+        return _plain(Decimal(amount) / 1000)
     if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        if amount >= 2**30:
-            return f"{amount / 2**30:.4g}Gi"
-        if amount >= 2**20:
-            return f"{amount / 2**20:.4g}Mi"
-        return str(amount)
+        exact = [
+            f"{_plain(Decimal(amount) / factor)}{suffix}"
+            for suffix, factor in _BYTE_UNITS
+            if amount >= factor and amount * 1000 % factor == 0  # exact to 3 decimals
+        ]
+        return min([*exact, str(amount)], key=len)
     return str(amount)
+
+
+def _plain(number: Decimal) -> str:
+    """A decimal without exponent or trailing zeros: `2`, `1.5`, `10000`."""
+    text = f"{number:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def format_age(seconds: float) -> str:

@@ -2,9 +2,9 @@
 
 `policy_parse` calls these with its `fail(where, problem)`, so that every mistake is refused the
 way the rest of the policy is, naming file, queue and field: an unknown key, a negative or
-malformed duration, an unknown idle action, `below` outside 0-100, a negative limit, a
-`maxBackoff` below the `backoff` it caps (also where the two are written in different sections:
-the check runs on each queue's merged rules).
+malformed duration, an unknown idle action, `below` outside 0-100 or written as a fraction (0.1
+for 10%), a negative limit, a `maxBackoff` below the `backoff` it caps (also where the two are
+written in different sections: the check runs on each queue's merged rules).
 """
 
 from __future__ import annotations
@@ -137,4 +137,13 @@ def _count(value: Any, where: str, fail: Fail) -> int:
 def _percent(value: Any, where: str, fail: Fail) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
         raise fail(where, f"{value!r} must be a percentage, 0 to 100")
+    if 0 < value < 1:
+        # The utilisation read is a percent (dcgm-exporter's, 0-100, whole numbers): below a
+        # fraction of one percent is "at 0%", which `1` says plainly; a fraction here is nearly
+        # always 0.1 meant as 10%, and would never find a GPU idle.
+        raise fail(
+            where,
+            f"{value!r} looks like a fraction; below is a percent (0-100): "
+            f"write {value * 100:g} for {value * 100:g}%",
+        )
     return float(value)

@@ -82,12 +82,12 @@ def explain(engine: Engine, snapshot: Snapshot, pod: PodInfo, now: float) -> dic
             line = [j.key for j in book.waiting(queue)]
             if key in line:
                 out["position"] = line.index(key) + 1
-                out["waiting_in_queue"] = len(line)
+                out["waitingInQueue"] = len(line)
                 parts.append(f"queue {queue}, {line.index(key) + 1} of {len(line)} in line")
             else:
                 parts.append(f"queue {queue}")
         elif problem:
-            out["queue_problem"] = problem
+            out["queueProblem"] = problem
     reason = engine.waiting.reason_of(key)
     waiting = engine.waiting.gang(key)
     if waiting is not None and waiting.reason:
@@ -115,7 +115,7 @@ def explain(engine: Engine, snapshot: Snapshot, pod: PodInfo, now: float) -> dic
     out["line"] = "; ".join([", ".join(parts), state])
     hold = engine.holder.current
     if hold is not None:
-        out["hold"] = {"job": job_name(hold.key), "seconds_left": max(0.0, hold.deadline - now)}
+        out["hold"] = {"job": job_name(hold.key), "secondsLeft": max(0.0, hold.deadline - now)}
     return out
 
 
@@ -172,30 +172,30 @@ def status(engine: Engine, snapshot: Snapshot, now: float) -> dict[str, Any]:
                 "members": len(plan.requests),
                 "bound": len(plan.requests) - len(plan.assignments),
                 "nodes": sorted(nodes),
-                "seconds_left": max(0.0, plan.deadline - now),
+                "secondsLeft": max(0.0, plan.deadline - now),
             }
         )
     hold = None
     held = engine.holder.current
     if held is not None:
-        hold = {"job": job_name(held.key), "seconds_left": max(0.0, held.deadline - now)}
+        hold = {"job": job_name(held.key), "secondsLeft": max(0.0, held.deadline - now)}
     waiting = [
         {"job": job_name(w.key), "reason": w.reason, "parked": len(w.rejected)}
         for w in sorted(engine.waiting.gangs(), key=lambda w: w.key)
     ]
     return {
         "gangs": gang_counts(engine, snapshot),
-        "reserved_pods": engine.reservations.pods(),
+        "reservedPods": engine.reservations.pods(),
         "plans": plans,
         "hold": hold,
-        "waiting_gangs": waiting,
+        "waitingGangs": waiting,
         "policy": engine.policy.source if engine.policy is not None else None,
-        "held_jobs": [
+        "heldJobs": [
             {"job": job_name(r.job), "requeues": r.count, "reason": r.reason}
             for r in sorted(engine.lifecycle.requeues.held(), key=lambda r: r.job)
         ],
         "lifecycle": engine.lifecycle.saved(),
-        "idle_jobs": [
+        "idleJobs": [
             {"job": job_name(key), "reason": why}
             for key, why in sorted(engine.lifecycle.idle().items())
         ],

@@ -318,6 +318,13 @@ BAD: list[tuple[str, Any, Any, str]] = [
         "policy.yaml: lifecycle.idleGpu.below: -1 must be a percentage, 0 to 100",
     ),
     (
+        "below written as a fraction where a percent is meant",
+        None,
+        {"idleGpu": {"below": 0.1}},
+        "policy.yaml: queue team-a: lifecycle.idleGpu.below: 0.1 looks like a fraction; below is "
+        "a percent (0-100): write 10 for 10%",
+    ),
+    (
         "below written as a string",
         {"idleGpu": {"below": "5%"}},
         None,

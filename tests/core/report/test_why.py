@@ -52,7 +52,7 @@ def test_a_gang_member_lacking_room_is_explained_in_one_line_with_its_reason() -
         f"pod default/g-0, gang default/g (0 of 2 running, 2 exist); waiting: {NO_ROOM}"
     )
     assert why["gang"]["planned"] is False and why["reason"] == NO_ROOM
-    assert why["hold"] == {"job": "gang default/g", "seconds_left": 119.0}
+    assert why["hold"] == {"job": "gang default/g", "secondsLeft": 119.0}
 
 
 def test_the_status_lists_waiting_gangs_with_how_many_members_are_parked() -> None:
@@ -60,8 +60,8 @@ def test_the_status_lists_waiting_gangs_with_how_many_members_are_parked() -> No
     co = Engine()
     co.filter(cluster.snap(), pod_from_api(members[0]), ["n0"], CREATED)
     now = status(co, cluster.snap(), CREATED + 1)
-    assert now["waiting_gangs"] == [{"job": "gang default/g", "reason": NO_ROOM, "parked": 1}]
-    assert now["plans"] == [] and now["reserved_pods"] == 0 and now["policy"] is None
+    assert now["waitingGangs"] == [{"job": "gang default/g", "reason": NO_ROOM, "parked": 1}]
+    assert now["plans"] == [] and now["reservedPods"] == 0 and now["policy"] is None
 
 
 def test_a_pod_not_held_is_said_to_be_finished_deleted_or_unknown() -> None:
