@@ -165,7 +165,7 @@ def test_a_job_with_the_default_backoff_limit_is_requeued_through_suspend_never_
         # held: it stays suspended past any backoff gangplank would wait
         scheduler.settle(timeout=2.5, until=lambda: False)
         assert suspended(api) and jobs.pods("train") == []
-        assert extender.get("/status")["held_jobs"] == [
+        assert extender.get("/status")["heldJobs"] == [
             {"job": "gang default/train", "requeues": 4, "reason": kept["reason"]}
         ]
 
