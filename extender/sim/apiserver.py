@@ -54,7 +54,7 @@ WORKLOADS: dict[tuple[str, str, str], tuple[str, str]] = {
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"): ("jobsets", "JobSet"),
     ("kubeflow.org", "v1", "pytorchjobs"): ("pytorchjobs", "PyTorchJob"),
     ("kubeflow.org", "v1", "tfjobs"): ("tfjobs", "TFJob"),
-    ("kubeflow.org", "v1", "mpijobs"): ("mpijobs", "MPIJob"),
+    ("kubeflow.org", "v2beta1", "mpijobs"): ("mpijobs", "MPIJob"),
     ("kubeflow.org", "v1", "xgboostjobs"): ("xgboostjobs", "XGBoostJob"),
     ("kubeflow.org", "v1", "paddlejobs"): ("paddlejobs", "PaddleJob"),
     ("kubeflow.org", "v1", "jaxjobs"): ("jaxjobs", "JAXJob"),

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from extender.core.lifecycle.workloads import Resume, Suspension, Workload
+from extender.core.lifecycle.workloads import KINDS, Resume, Suspension, Workload
 from extender.kube.evictor import ApiEvictor
 from extender.kube.workloads import ApiSuspender
 from tests.builders import gang_pods
@@ -90,21 +90,48 @@ def test_a_resume_clears_the_flag_and_says_so_on_the_job(api: FakeApiServer) -> 
     ]
 
 
-def test_a_kubeflow_job_is_suspended_at_its_run_policy(api: FakeApiServer) -> None:
+CUSTOM_KINDS = sorted(k for k in KINDS if k != "Job")
+
+
+@pytest.mark.parametrize(
+    "kind",
+    CUSTOM_KINDS,
+    ids=[
+        f"a {k} is suspended where its kind keeps the flag, at its own API version"
+        for k in CUSTOM_KINDS
+    ],
+)
+def test_each_custom_workload_kind_is_suspended_and_resumed_over_http(
+    api: FakeApiServer, kind: str
+) -> None:
+    known = KINDS[kind]
+    api_version = known.api_versions[0]
     api.put(
-        "pytorchjobs",
+        known.plural,
         {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "PyTorchJob",
+            "apiVersion": api_version,
+            "kind": kind,
             "metadata": {"name": "bert", "namespace": "default", "uid": "u-bert"},
-            "spec": {"runPolicy": {"cleanPodPolicy": "None"}},
+            "spec": {"runPolicy": {"cleanPodPolicy": "None"}} if "runPolicy" in known.field else {},
         },
     )
-    bert = Workload("PyTorchJob", "kubeflow.org/v1", "default", "bert")
+    bert = Workload(kind, api_version, "default", "bert")
     assert suspender(api).suspend(suspension(running(api), bert)) == "suspended"
-    found = api.object("pytorchjobs", "default", "bert")
+    found = api.object(known.plural, "default", "bert")
     assert found is not None
-    assert found["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "suspend": True}
+    if "runPolicy" in known.field:
+        assert found["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "suspend": True}
+    else:
+        assert found["spec"]["suspend"] is True
+    resume = Resume("gangplank:default/bert", bert, "resumed by gangplank: ...")
+    assert suspender(api).resume(resume) == "resumed"
+    found = api.object(known.plural, "default", "bert")
+    assert found is not None
+    flag: object = found
+    for key in known.field:
+        assert isinstance(flag, dict)
+        flag = flag[key]
+    assert flag is False
 
 
 @pytest.mark.parametrize(
