@@ -361,11 +361,13 @@ def test_the_extender_may_do_exactly_what_the_code_does() -> None:
     needed = {(g, r, v) for g, r in watched for v in ("list", "watch")}
     needed |= {("", "pods/binding", "create"), ("", "pods", "patch")}
     needed |= {("", "pods/eviction", "create"), ("", "events", "create")}
-    # the lifecycle rules suspend and resume workloads of these kinds (a merge patch each)
+    # the lifecycle rules suspend and resume workloads of these kinds (a merge patch each), and
+    # read one before resuming it (only what gangplank suspended is resumed)
     needed |= {
-        (version.rpartition("/")[0], kind.plural, "patch")
+        (version.rpartition("/")[0], kind.plural, verb)
         for kind in WORKLOAD_KINDS.values()
         for version in kind.api_versions
+        for verb in ("get", "patch")
     }
     assert granted == needed
     lease = find("Role", "gangplank-extender-leader-lease")["rules"]

@@ -5,13 +5,18 @@ A suspension keeps what an eviction guarantees: every pod of the job is evicted 
 first (a PodDisruptionBudget that forbids one keeps the whole job running), then the workload's
 suspend flag is set with a JSON merge patch (`core/lifecycle/workloads.py` says where it is for
 each kind). The API server's refusal (403), a workload gone (404) or any other error is the
-outcome the caller undoes the requeue for. A resume sets the flag back to false; its controller
-recreates the pods at once.
+outcome the caller undoes the requeue for, and so is a patch the API server answered without
+keeping the flag (a version of the kind that has no such field prunes it). The suspension also
+annotates the workload `gangplank.io/suspended-for: <job>`: a resume reads the workload first and
+clears the flag (and the annotation) only if gangplank's annotation is still there, at the
+resourceVersion it read — a workload a person suspended, or one recreated under the same name,
+is left as it is. Its controller recreates the pods at once.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Protocol
 
 import orjson
@@ -25,6 +30,8 @@ from extender.kube.evictor import ApiEvictor
 
 log = logging.getLogger("gangplank.evict")
 MERGE_PATCH = "application/merge-patch+json"
+WARN_EVERY = 60.0  # seconds between warnings about one workload
+SUSPENDED_FOR = "gangplank.io/suspended-for"  # on a workload gangplank suspended: its job key
 
 
 class Suspender(Protocol):
@@ -34,7 +41,8 @@ class Suspender(Protocol):
         ...
 
     def resume(self, resume: Resume) -> str:
-        """Resume it; the outcome: resumed, gone or failed."""
+        """Resume it; the outcome: resumed, gone, left (not suspended by gangplank: a person
+        suspended it, or it was recreated) or failed."""
         ...
 
 
@@ -52,27 +60,82 @@ class ApiSuspender:
         self._custom = custom
         self._evictor = evictor
         self._timeout = timeout
+        self._warned: dict[Workload, float] = {}  # when each workload's last warning was logged
 
     def suspend(self, suspension: Suspension) -> str:
         refused = self._evictor.dry_run(suspension.pods)
         if refused:
             return refused
-        outcome, uid = self._patch(suspension.workload, True)
+        workload = suspension.workload
+        body = {
+            **workload.patch(True),
+            "metadata": {"annotations": {SUSPENDED_FOR: suspension.job}},
+        }
+        outcome, obj = self._patch(workload, "suspending", body, True)
         if outcome != "done":
             return outcome
-        self._event(suspension.workload, uid, suspension.reason, suspension.message, True)
+        self._event(workload, _uid(obj), suspension.reason, suspension.message, True)
         return "suspended"
 
     def resume(self, resume: Resume) -> str:
-        outcome, uid = self._patch(resume.workload, False)
+        workload = resume.workload
+        try:
+            obj = self._read(workload)
+        except ApiException as err:
+            self._warn(
+                workload, "resuming %s: HTTP %s: %s", workload.shown, err.status, api_message(err)
+            )
+            return "gone" if err.status == 404 else "failed"
+        except Exception as err:  # connection refused or reset, timed out
+            self._warn(workload, "resuming %s: %s", workload.shown, err)
+            return "failed"
+        found = obj.get("metadata")
+        metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+        annotations = metadata.get("annotations") or {}
+        if not isinstance(annotations, dict) or annotations.get(SUSPENDED_FOR) != resume.job:
+            log.info(
+                "not resuming %s: it does not carry gangplank's %s: %s (a person suspended "
+                "it, or it was recreated); left as it is",
+                workload.shown,
+                SUSPENDED_FOR,
+                resume.job.split(":", 1)[1],
+            )
+            return "left"
+        body = {
+            **workload.patch(False),
+            "metadata": {
+                "resourceVersion": metadata.get("resourceVersion"),
+                "annotations": {SUSPENDED_FOR: None},
+            },
+        }
+        outcome, obj = self._patch(workload, "resuming", body, False)
         if outcome != "done":
             return outcome
-        self._event(resume.workload, uid, RESUMED, resume.message, False)
+        self._event(workload, _uid(obj), RESUMED, resume.message, False)
         return "resumed"
 
-    def _patch(self, workload: Workload, suspend: bool) -> tuple[str, str]:
-        """(done, gone or failed; the workload's uid when done)."""
-        doing = "suspending" if suspend else "resuming"
+    def _read(self, workload: Workload) -> dict[str, Any]:
+        response = self._custom.get_namespaced_custom_object(
+            workload.group,
+            workload.version,
+            workload.namespace,
+            workload.plural,
+            workload.name,
+            _preload_content=False,
+            _request_timeout=self._timeout,
+        )
+        try:
+            obj = orjson.loads(response.data)
+        finally:
+            response.release_conn()
+        return obj if isinstance(obj, dict) else {}
+
+    def _patch(
+        self, workload: Workload, doing: str, body: dict[str, Any], flag: bool
+    ) -> tuple[str, dict[str, Any]]:
+        """(done, gone or failed; the workload as the API server answered when done). A patch
+        answered without the flag set as asked (a version of the kind without the field prunes
+        it) failed: nothing was suspended or resumed."""
         try:
             response = self._custom.patch_namespaced_custom_object(
                 workload.group,
@@ -80,26 +143,54 @@ class ApiSuspender:
                 workload.namespace,
                 workload.plural,
                 workload.name,
-                workload.patch(suspend),
+                body,
                 _preload_content=False,
                 _request_timeout=self._timeout,
                 _content_type=MERGE_PATCH,
             )
         except ApiException as err:
-            log.warning("%s %s: HTTP %s: %s", doing, workload.shown, err.status, api_message(err))
-            return ("gone" if err.status == 404 else "failed"), ""
+            self._warn(
+                workload, "%s %s: HTTP %s: %s", doing, workload.shown, err.status, api_message(err)
+            )
+            return ("gone" if err.status == 404 else "failed"), {}
         except Exception as err:  # connection refused or reset, timed out
-            log.warning("%s %s: %s", doing, workload.shown, err)
-            return "failed", ""
+            self._warn(workload, "%s %s: %s", doing, workload.shown, err)
+            return "failed", {}
         try:
             obj = orjson.loads(response.data)
         except orjson.JSONDecodeError:
             obj = {}
         finally:
             response.release_conn()
-        metadata = obj.get("metadata") if isinstance(obj, dict) else None
-        uid = metadata.get("uid") if isinstance(metadata, dict) else None
-        return "done", uid if isinstance(uid, str) else ""
+        if not isinstance(obj, dict):
+            obj = {}
+        kept: Any = obj
+        for key in workload.field:
+            kept = kept.get(key) if isinstance(kept, dict) else None
+        if kept is not flag:
+            self._warn(
+                workload,
+                "%s %s: the API server did not keep %s: %s (this version of %s may have no "
+                "such field); the job runs on",
+                doing,
+                workload.shown,
+                ".".join(workload.field),
+                kept,
+                workload.kind,
+            )
+            return "failed", obj
+        return "done", obj
+
+    def _warn(self, workload: Workload, message: str, *args: object) -> None:
+        """A warning, at most once a minute for one workload (a resume that keeps failing is
+        tried every 5 s; its outcome is counted in gangplank_lifecycle_suspensions_total)."""
+        now = time.monotonic()
+        if now - self._warned.get(workload, -WARN_EVERY) < WARN_EVERY:
+            return
+        if len(self._warned) > 10_000:
+            self._warned.clear()
+        self._warned[workload] = now
+        log.warning(message, *args)
 
     def _event(
         self, workload: Workload, uid: str, reason: str, message: str, warning: bool
@@ -112,6 +203,12 @@ class ApiSuspender:
             **({"uid": uid} if uid else {}),
         }
         post_event(self._core, involved, reason, message, warning=warning, timeout=self._timeout)
+
+
+def _uid(obj: dict[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    uid = metadata.get("uid") if isinstance(metadata, dict) else None
+    return uid if isinstance(uid, str) else ""
 
 
 class LogSuspender:

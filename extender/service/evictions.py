@@ -133,6 +133,7 @@ class Suspensions:
         self.lock = lock
         self.metrics = metrics
         self._steps = Steps(on_error)  # one suspension or resume raised (step suspend/resume)
+        self._resume_failures: dict[str, int] = {}  # job -> resumes failed in a row
 
     def carry_out(self, suspensions: Sequence[Suspension], resumes: Sequence[Resume]) -> None:
         """Each is its own step: one that raises leaves the others going."""
@@ -164,13 +165,17 @@ class Suspensions:
 
     def _resume(self, r: Resume) -> None:
         outcome = self.suspender.resume(r)
-        log.info(
-            "%s %s (%s)%s",
-            outcome,
-            r.workload.shown,
-            r.job.split(":", 1)[1],
-            "; tried again shortly" if outcome == "failed" else "",
-        )
+        failures = self._resume_failures.pop(r.job, 0)
+        if outcome == "failed":
+            self._resume_failures[r.job] = failures + 1
+        if outcome != "failed" or failures % 12 == 0:  # tried every 5 s: a line a minute
+            log.info(
+                "%s %s (%s)%s",
+                outcome,
+                r.workload.shown,
+                r.job.split(":", 1)[1],
+                f"; tried again shortly ({failures + 1} tries)" if outcome == "failed" else "",
+            )
         self.metrics.suspended(r.workload.kind, "resume", outcome)
         with self.lock.by("resumed"):
             self.scheduler.lifecycle.resumed(r.job, done=outcome != "failed")

@@ -125,6 +125,9 @@ class State:
     forbidden_config_maps: set[str] = field(default_factory=set)
     down: bool = False  # an outage: every call answered 503, open watches cut
     workload_patches: list[Patched] = field(default_factory=list)
+    # kind -> a spec field its installed version does not have: pruned from what is stored, as
+    # the API server prunes unknown fields of a structural CRD (answering 200)
+    pruned: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # What the API server accepts as a ConfigMap data key, and the most data one may hold.
@@ -642,6 +645,12 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     self._status(409, "Conflict", _conflict(_resource_name(kind), name))
                     return
                 patched = _merge_patch(stored, body)
+                gone = api.state.pruned.get(kind)
+                parent = patched
+                for key in (gone or ())[:-1]:
+                    parent = parent.get(key) if isinstance(parent, dict) else None
+                if gone and isinstance(parent, dict):
+                    parent.pop(gone[-1], None)
                 if not isinstance(patched.get("metadata"), dict) or (
                     patched["metadata"].get("name"),
                     patched["metadata"].get("namespace"),

@@ -62,7 +62,10 @@ def test_a_job_is_suspended_after_a_dry_run_of_every_pods_eviction_with_an_event
     (patch,) = api.patches_of("jobs")
     assert (patch.content_type, patch.body) == (
         "application/merge-patch+json",
-        {"spec": {"suspend": True}},
+        {
+            "spec": {"suspend": True},
+            "metadata": {"annotations": {"gangplank.io/suspended-for": "gangplank:default/train"}},
+        },
     )
     assert api.object("jobs", "default", "train")["spec"]["suspend"] is True  # type: ignore[index]
     assert events(api) == [
@@ -81,10 +84,15 @@ def test_a_job_is_suspended_after_a_dry_run_of_every_pods_eviction_with_an_event
 
 
 def test_a_resume_clears_the_flag_and_says_so_on_the_job(api: FakeApiServer) -> None:
-    api.put("jobs", batch_job("train", 2, suspend=True))
+    api.put("jobs", batch_job("train", 2))
+    assert suspender(api).suspend(suspension(running(api))) == "suspended"
+    with api.cond:
+        api.state.posted_events.clear()
     resume = Resume("gangplank:default/train", TRAIN, "resumed by gangplank: ...")
     assert suspender(api).resume(resume) == "resumed"
-    assert api.object("jobs", "default", "train")["spec"]["suspend"] is False  # type: ignore[index]
+    job = api.object("jobs", "default", "train")
+    assert job is not None and job["spec"]["suspend"] is False
+    assert "gangplank.io/suspended-for" not in (job["metadata"].get("annotations") or {})
     assert [(o["kind"], reason, kind) for o, reason, kind in events(api)] == [
         ("Job", "RequeueResumed", "Normal")
     ]
@@ -123,7 +131,7 @@ def test_each_custom_workload_kind_is_suspended_and_resumed_over_http(
         assert found["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "suspend": True}
     else:
         assert found["spec"]["suspend"] is True
-    resume = Resume("gangplank:default/bert", bert, "resumed by gangplank: ...")
+    resume = Resume("gangplank:default/train", bert, "resumed by gangplank: ...")
     assert suspender(api).resume(resume) == "resumed"
     found = api.object(known.plural, "default", "bert")
     assert found is not None
@@ -159,3 +167,47 @@ def test_a_suspension_that_cannot_be_done_patches_nothing_and_says_why(
     if arrange == "budget":
         assert api.patches_of("jobs") == [], "not suspended"
     assert events(api) == []
+
+
+@pytest.mark.parametrize(
+    "arrange",
+    ["by hand", "recreated"],
+    ids=[
+        "a Job a person suspended (no gangplank.io/suspended-for) is never resumed by gangplank",
+        "a Job recreated under the same name, suspended by its owner, is left suspended",
+    ],
+)
+def test_a_workload_gangplank_did_not_suspend_is_left_as_it_is(
+    api: FakeApiServer, arrange: str
+) -> None:
+    if arrange == "recreated":
+        api.put("jobs", batch_job("train", 2))
+        assert suspender(api).suspend(suspension(running(api))) == "suspended"
+        api.delete("jobs", "default", "train")
+    api.put("jobs", batch_job("train", 2, suspend=True))
+    resume = Resume("gangplank:default/train", TRAIN, "resumed by gangplank: ...")
+    assert suspender(api).resume(resume) == "left"
+    job = api.object("jobs", "default", "train")
+    assert job is not None and job["spec"]["suspend"] is True
+    assert [p.body["spec"]["suspend"] for p in api.patches_of("jobs")] == (
+        [True] if arrange == "recreated" else []
+    )
+
+
+def test_a_suspend_the_api_server_did_not_keep_failed_and_says_so(api: FakeApiServer) -> None:
+    """A RayCluster of KubeRay before 1.1 (no spec.suspend): the API server prunes the field and
+    answers 200; nothing was suspended, so the requeue must be undone, not counted."""
+    api.put(
+        "rayclusters",
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": "lab", "namespace": "default", "uid": "u-lab"},
+            "spec": {},
+        },
+    )
+    with api.cond:
+        api.state.pruned["rayclusters"] = ("spec", "suspend")
+    lab = Workload("RayCluster", "ray.io/v1", "default", "lab")
+    assert suspender(api).suspend(suspension(running(api), lab)) == "failed"
+    assert events(api) == [], "no Event says it was suspended"

@@ -218,8 +218,8 @@ def identity(pods: Sequence[PodInfo]) -> str:
     """What stays the same while a job's controller recreates its pods, and changes when a
     person recreates the job: the owning JobSet (its child Jobs are recreated on each restart,
     with new uids); the uid of the workload gangplank suspends it through where the pods name it
-    as their controller (an MPIJob's workers, not its launcher's Job), else the workload itself
-    (a RayJob: each resume makes a new RayCluster); else the uid of the pods' controller ("":
+    as their controller (an MPIJob's workers, not its launcher's Job), else the workload itself;
+    else the uid of the pods' controller ("":
     none)."""
     for pod in pods:
         jobset = pod.labels.get(JOBSET_NAME)

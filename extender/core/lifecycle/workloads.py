@@ -14,10 +14,11 @@ training operator and mpi-operator, KubeRay; Kueue's job integrations suspend th
 | JobSet | jobset.x-k8s.io/v1alpha2 | spec.suspend (a Job a JobSet made is requeued through it) |
 | PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob | kubeflow.org/v1 | spec.runPolicy.suspend |
 | MPIJob | kubeflow.org/v2beta1 | spec.runPolicy.suspend (its launcher Job goes with it) |
-| RayJob | ray.io/v1 | spec.suspend (its pods are its RayCluster's, labelled with the RayJob) |
-| RayCluster | ray.io/v1 | spec.suspend (KubeRay 1.1 and later) |
+| RayCluster | ray.io/v1 | spec.suspend (KubeRay 1.1+; not one a RayJob or RayService made) |
 
-Everything else, and a gang of bare pods, is requeued by evicting its pods (as before).
+Everything else, and a gang of bare pods, is requeued by evicting its pods (as before). A RayJob
+is too: KubeRay refuses `suspend: true` on a RayJob without `shutdownAfterJobFinishes` (it marks
+it `ValidationFailed`, a failure), and its pods do not tell whether it has it.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from extender.core.model.snapshot import PodInfo
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"  # on the pods of a JobSet's Jobs
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"  # on a Kubeflow job's pods (and Jobs)
-RAY_FROM_CRD = "ray.io/originated-from-crd"  # the KubeRay kind a RayCluster was made for
-RAY_FROM_NAME = "ray.io/originated-from-cr-name"  # ... and its name
+RAY_FROM_CRD = "ray.io/originated-from-crd"  # the KubeRay kind (RayJob, RayService) it was made for
 RAY_API = "ray.io/v1"
 
 SPEC_SUSPEND = ("spec", "suspend")
@@ -57,7 +57,6 @@ KINDS: Mapping[str, Kind] = {
     "PaddleJob": Kind(("kubeflow.org/v1",), "paddlejobs", RUN_POLICY_SUSPEND),
     "JAXJob": Kind(("kubeflow.org/v1",), "jaxjobs", RUN_POLICY_SUSPEND),
     "MPIJob": Kind(("kubeflow.org/v2beta1",), "mpijobs", RUN_POLICY_SUSPEND),
-    "RayJob": Kind((RAY_API,), "rayjobs", SPEC_SUSPEND),
     "RayCluster": Kind((RAY_API,), "rayclusters", SPEC_SUSPEND),
 }
 
@@ -149,12 +148,10 @@ def _workload(pod: PodInfo) -> Workload | None:
     labels, namespace = pod.labels, pod.namespace
     if owner.kind == "Job" and labels.get(JOBSET_NAME):
         return Workload("JobSet", JOBSET_API, namespace, labels[JOBSET_NAME])
-    if owner.kind == "RayCluster" and owner.api_version == RAY_API:
-        made_for = labels.get(RAY_FROM_CRD)
-        if made_for == "RayJob" and labels.get(RAY_FROM_NAME):
-            return Workload("RayJob", RAY_API, namespace, labels[RAY_FROM_NAME])
-        if made_for:  # a RayService's cluster (its own controller replaces it): evicted
-            return None
+    # A RayJob's or a RayService's cluster: evicted. KubeRay fails a RayJob suspended without
+    # shutdownAfterJobFinishes (ValidationFailed), which the pods do not tell.
+    if owner.kind == "RayCluster" and labels.get(RAY_FROM_CRD):
+        return None
     kind = KINDS.get(owner.kind)
     if kind is None or owner.api_version not in kind.api_versions:
         return None

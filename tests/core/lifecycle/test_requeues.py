@@ -176,22 +176,6 @@ def test_new_pods_of_a_held_suspended_workload_mean_a_person_resumed_it_and_star
     assert ledger.get(JOB) is None, "count and backoff forgotten"
 
 
-def test_a_rayjob_whose_resume_made_a_new_raycluster_is_the_same_job_not_a_recreated_one() -> None:
-    labels = {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "sweep"}
-
-    def cluster_pods(uid: str) -> list[PodInfo]:
-        return [
-            replace(p, labels={**p.labels, **labels}, owner=Owner("RayCluster", "c", uid, RAY))
-            for p in new_pods()
-        ]
-
-    ledger = Requeues()
-    ledger.requeue(JOB, "not ready", NOW, RULES, identity(cluster_pods("raycluster-uid-1")))
-    assert ledger.gate(JOB, cluster_pods("raycluster-uid-2"), NOW + 10) is not None
-    record = ledger.get(JOB)
-    assert record is not None and record.count == 1, "counted on, not started afresh"
-
-
 def test_an_mpijob_is_known_by_its_own_uid_whichever_of_its_pods_comes_first() -> None:
     worker = replace(
         new_pods()[0], owner=Owner("MPIJob", "train", "mpijob-uid", "kubeflow.org/v2beta1")
