@@ -212,6 +212,10 @@ class PeriodicPass:
         process never saw filtered, and would retry them only on a cluster event or its
         5-minute flush."""
         self._adopted = []  # found while standing by: looked for again now
+        with self.lock.by("lead taken"):
+            dropped = self.scheduler.lifecycle.drop_suspensions()
+        if dropped:
+            log.info("%d suspension(s) decided before the Lease was taken dropped", dropped)
         self.lifecycle_io.lead_taken()  # the requeue records: read back again
         self._adopt_at = time.monotonic()
         self._plans_restored = False  # the plans the replica that led recorded: read back

@@ -192,6 +192,20 @@ class Lifecycle:
         """Taken but not carried out (their records could not be kept first): next pass."""
         self._suspensions[:0] = suspensions
 
+    def drop_suspensions(self) -> int:
+        """The scheduler took the Lease (again): suspensions decided before and not carried
+        out are dropped, with their requeues not kept yet, so the records another leader kept
+        meanwhile are read back in their place and no job is suspended on what this replica
+        saw before (its pods may be recreated or running well by now). Returns how many."""
+        dropped, self._suspensions = self._suspensions, []
+        for suspension in dropped:
+            for _, _, uid in suspension.pods:
+                self._acted.pop(uid, None)
+                self._evicting.pop(uid, None)
+            self._before.pop(suspension.job, None)
+        self.requeues.forget_changes({s.job for s in dropped})
+        return len(dropped)
+
     def resumes_due(self, now: float) -> list[Resume]:
         """The suspended workloads whose backoff is over, each handed out again only after
         RESUME_RETRY_SECONDS while its resume has not been done; none before the kept records

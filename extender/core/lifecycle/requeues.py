@@ -18,7 +18,7 @@ one stays suspended until a person resumes it; its new pods then start afresh.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from extender.core.lifecycle.workloads import JOBSET_NAME, Workload, workload_of
@@ -202,6 +202,12 @@ class Requeues:
         for job in changes:
             if job not in self._changes:
                 self._changes[job] = self._records.get(job)
+
+    def forget_changes(self, jobs: Collection[str]) -> None:
+        """Changes of these jobs not kept yet are not to be kept (the records are read back in
+        their place)."""
+        for job in jobs:
+            self._changes.pop(job, None)
 
     def _set(self, job: str, record: RequeueRecord | None) -> None:
         if record is None:

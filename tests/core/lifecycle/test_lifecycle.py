@@ -432,6 +432,19 @@ def test_a_suspension_refused_or_failed_undoes_the_requeue_and_the_job_runs_on()
     assert co.lifecycle.resumes_due(NOW + 86400) == [], "nothing to resume"
 
 
+def test_suspensions_left_when_the_lease_is_taken_again_are_dropped_with_their_requeues() -> None:
+    co = engine(readyTimeout="10m")
+    cluster = Cluster(nodes=nodes(), pods=job_gang(NOW, **UNREADY))
+    co.kick_candidates(cluster.snap(), NOW + 11 * 60)
+    taken = co.lifecycle.take_suspensions()
+    co.lifecycle.requeues.take_changes()  # the record kept ...
+    co.lifecycle.put_back_suspensions(taken)  # ... but the suspension waited (an outage)
+    co.lifecycle.requeues.requeue(GANG, "again", NOW + 700, Requeue(), "x")  # not kept yet
+    assert co.lifecycle.drop_suspensions() == 1
+    assert co.lifecycle.take_suspensions() == [], "nothing suspended on the old view"
+    assert co.lifecycle.requeues.take_changes() == {}, "the kept records are read back instead"
+
+
 def test_without_a_service_to_suspend_it_a_jobs_gang_is_evicted_as_before() -> None:
     co = engine(readyTimeout="10m")
     co.lifecycle.suspend_workloads = False  # the simulator's engine
