@@ -223,3 +223,31 @@ def test_a_gang_of_bare_pods_not_ready_is_still_requeued_by_evicting_its_pods(
             assert api.state.workload_patches == [], "nothing to suspend"
         kept = record(api, "gangplank:default/solo")
         assert kept is not None and "workload" not in kept
+
+
+def test_a_job_past_its_max_runtime_is_suspended_and_stays_so_with_how_to_run_it_again(
+    api: FakeApiServer,
+) -> None:
+    add_nodes(api, 4)
+    api.put("jobs", batch_job("train", 4, gpu=8, labels={QUEUE: "a"}))  # backoffLimit: 6
+    rules = lifecycle(maxRuntime="2s")
+    with (
+        kubelets(api),
+        JobController(api, scale=0.01) as jobs,
+        Extender(api, CONFIG, policy=rules) as extender,
+    ):
+        scheduler = KubeScheduler(api, extender)
+        scheduler.settle(timeout=15, until=lambda: ready_pods(api, jobs) == 4)
+        assert ready_pods(api, jobs) == 4, scheduler.reasons
+        scheduler.settle(timeout=15, until=lambda: suspended(api) and not jobs.pods("train"))
+        assert suspended(api) and jobs.pods("train") == [], "its pods removed by suspension"
+        assert suspend_flags(api) == [True]
+        assert evicted(api) == []
+        assert jobs.failed("train") == 0
+        assert ("Failed", "True", "BackoffLimitExceeded") not in jobs.conditions("train")
+        wait_for(lambda: len(job_events(api)) == 1)
+        ((reason, told),) = job_events(api)
+        assert reason == "HeldSuspended"
+        assert "maxRuntime" in told and told.endswith(RESUME), told
+        scheduler.settle(timeout=2, until=lambda: False)
+        assert suspended(api), "held: not resumed by gangplank"
