@@ -21,7 +21,13 @@ from typing import Any
 
 import yaml
 
-from extender.cli.args import ExamplesFormatter, Parser, above, base_url
+from extender.cli.args import (
+    ExamplesFormatter,
+    Parser,
+    above,
+    base_url,
+    quiet_when_the_reader_leaves,
+)
 from extender.core.model.quantity import format_age
 
 DEFAULT_URL = "http://127.0.0.1:18888"
@@ -366,4 +372,4 @@ def _get(url: str, path: str, render: Any) -> tuple[Any, str]:
 
 def kubectl_plugin() -> int:
     """`kubectl gangplank …` (kubectl runs `kubectl-gangplank` found on PATH)."""
-    return main(sys.argv[1:], prog="kubectl gangplank")
+    return quiet_when_the_reader_leaves(lambda: main(sys.argv[1:], prog="kubectl gangplank"))

@@ -333,3 +333,46 @@ def test_every_help_shows_the_defaults(parser: argparse.ArgumentParser) -> None:
         assert "--url URL base URL of the running extender (default: $GANGPLANK_URL, else " in (
             text
         )
+
+
+# A reader that stops early (`gangplank pods | head -1`, `… | grep -q`): the command stops quietly
+# with 141 (128 + SIGPIPE), as `ls | head` does; before, a BrokenPipeError traceback.
+CLOSED_EARLY = {
+    "policy check piped into a reader that already left": gangplank("policy", "check", POLICY),
+    "policy import piped into a reader that already left": gangplank(
+        "policy", "import", str(ROOT / "tests/data/upstream/kueue/shared-quota-setup.yaml")
+    ),
+    "pods -o json piped into a reader that already left": gangplank(
+        "pods", "-o", "json", "--url", "{url}"
+    ),
+    "kubectl gangplank status piped into a reader that already left": kubectl(
+        "status", "--url", "{url}"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def closed_early(tmp: Path) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
+    with waiting_gang_server() as url:
+        yield {name: _into_closed_pipe(case, url, tmp) for name, case in CLOSED_EARLY.items()}
+
+
+def _into_closed_pipe(case: Case, url: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    command = [str(BIN / case.program), *(a.format(url=url, tmp=tmp) for a in case.args)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        return subprocess.run(
+            command, stdout=write, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp, timeout=30
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("name", list(CLOSED_EARLY), ids=list(CLOSED_EARLY))
+def test_output_into_a_pipe_whose_reader_left_stops_quietly(
+    closed_early: dict[str, subprocess.CompletedProcess[str]], name: str
+) -> None:
+    result = closed_early[name]
+    assert (result.returncode, result.stderr) == (141, ""), result
