@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import select
 import sys
 import urllib.parse
 from collections.abc import Callable
@@ -74,9 +75,21 @@ def quiet_when_the_reader_leaves(command: Callable[[], int]) -> int:
         finally:
             sys.stdout.flush()
     except BrokenPipeError:
+        if not _stdout_reader_left():  # another pipe or socket broke: not ours to hide
+            raise
         # Python flushes stdout again at exit: point it somewhere that takes the rest.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return CLOSED_PIPE_EXIT
+
+
+def _stdout_reader_left() -> bool:
+    """Whether stdout is a pipe whose reading end is closed (poll says POLLERR)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, or no real stdout
+        return False
 
 
 def _number(kind: Callable[[str], Any], text: str) -> Any:

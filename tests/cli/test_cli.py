@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from extender.cli.args import quiet_when_the_reader_leaves
 from extender.cli.main import build_parser
 from tests.cli.test_why_cli import waiting_gang_server
 
@@ -376,3 +377,11 @@ def test_output_into_a_pipe_whose_reader_left_stops_quietly(
 ) -> None:
     result = closed_early[name]
     assert (result.returncode, result.stderr) == (141, ""), result
+
+
+def test_a_broken_pipe_that_is_not_stdout_still_shows() -> None:
+    def command() -> int:
+        raise BrokenPipeError(32, "the demo's connection to gunicorn")
+
+    with pytest.raises(BrokenPipeError, match="gunicorn"):
+        quiet_when_the_reader_leaves(command)
