@@ -163,6 +163,12 @@ REFUSED = {
         "--compare",
         2,
     ),
+    "simulate --cluster of traces not there says they are not in the repository (pointed to "
+    "../shared/traces/README.md inside the missing directory before)": (
+        gangplank("simulate", "--cluster", "{tmp}/traces"),
+        "{tmp}/traces: no such file; the public traces are not in the repository",
+        2,
+    ),
     "simulate --kick-seconds 0": (gangplank("simulate", "--kick-seconds", "0"), "--kick", 2),
     "simulate --cycle-ms -1": (gangplank("simulate", "--cycle-ms", "-1"), "--cycle-ms", 2),
     "simulate --workload of a file that is not a trace (0 jobs and exit 0 before)": (
