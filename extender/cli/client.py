@@ -31,6 +31,8 @@ from extender.cli.args import (
 from extender.core.model.quantity import format_age
 
 DEFAULT_URL = "http://127.0.0.1:18888"
+# A waiting gang's reason before kube-scheduler has sent any of its members (as `why` says it).
+NOT_ASKED = "no reason recorded yet (kube-scheduler has not asked gangplank about it)"
 
 
 class ApiError(Exception):
@@ -125,7 +127,7 @@ def render_status(status: dict[str, Any]) -> str:
         lines += ["", table(rows, ["PLANNED", "MEMBERS", "BOUND", "NODES", "EXPIRES IN"])]
     waiting = status.get("waitingGangs") or []
     if waiting:
-        rows = [[w["job"], w["parked"], w["reason"]] for w in waiting]
+        rows = [[w["job"], w["parked"], w["reason"] or NOT_ASKED] for w in waiting]
         lines += ["", table(rows, ["WAITING GANG", "PARKED", "LAST REASON"])]
     held = status.get("heldJobs") or []
     if held:
