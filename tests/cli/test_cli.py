@@ -197,6 +197,14 @@ REFUSED = {
         "gangplank policy import {tmp}/kueue.yaml",
         2,
     ),
+    "policy import of a gangplank policy points to policy check (said only 'no Kueue or "
+    "Volcano queues found' before)": (
+        gangplank("policy", "import", POLICY),
+        "no Kueue or Volcano queues found (given: Policy): it reads Kueue's ClusterQueue, "
+        "Cohort, LocalQueue, ResourceFlavor and Topology and Volcano's Queue; a gangplank Policy "
+        "is checked with `gangplank policy check`",
+        2,
+    ),
     "policy check of an empty file (valid, 0 queues before)": (
         gangplank("policy", "check", "{tmp}/empty.yaml"),
         "{tmp}/empty.yaml: empty",
