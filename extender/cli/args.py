@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import select
 import sys
 import urllib.parse
 from collections.abc import Callable
@@ -56,6 +58,38 @@ class Parser(argparse.ArgumentParser):
                         [", ".join(names[:-1]), names[-1]] if len(names) > 1 else names
                     )
         return ""
+
+
+# 128 + SIGPIPE: what a shell reports for `ls | head` when `ls` outlives its reader.
+CLOSED_PIPE_EXIT = 141
+
+
+def quiet_when_the_reader_leaves(command: Callable[[], int]) -> int:
+    """Run `command` (a whole command line); when what reads its output stops early
+    (`gangplank pods | head -1`), stop quietly with 141, as `ls | head` does, not with a
+    BrokenPipeError traceback. The output is flushed here, so a short answer fails here too and
+    not at exit (where Python would print "Exception ignored" and exit 120)."""
+    try:
+        try:
+            return command()
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        if not _stdout_reader_left():  # another pipe or socket broke: not ours to hide
+            raise
+        # Python flushes stdout again at exit: point it somewhere that takes the rest.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return CLOSED_PIPE_EXIT
+
+
+def _stdout_reader_left() -> bool:
+    """Whether stdout is a pipe whose reading end is closed (poll says POLLERR)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, or no real stdout
+        return False
 
 
 def _number(kind: Callable[[str], Any], text: str) -> Any:

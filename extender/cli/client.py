@@ -21,10 +21,18 @@ from typing import Any
 
 import yaml
 
-from extender.cli.args import ExamplesFormatter, Parser, above, base_url
+from extender.cli.args import (
+    ExamplesFormatter,
+    Parser,
+    above,
+    base_url,
+    quiet_when_the_reader_leaves,
+)
 from extender.core.model.quantity import format_age
 
 DEFAULT_URL = "http://127.0.0.1:18888"
+# A waiting gang's reason before kube-scheduler has sent any of its members (as `why` says it).
+NOT_ASKED = "no reason recorded yet (kube-scheduler has not asked gangplank about it)"
 
 
 class ApiError(Exception):
@@ -119,7 +127,7 @@ def render_status(status: dict[str, Any]) -> str:
         lines += ["", table(rows, ["PLANNED", "MEMBERS", "BOUND", "NODES", "EXPIRES IN"])]
     waiting = status.get("waitingGangs") or []
     if waiting:
-        rows = [[w["job"], w["parked"], w["reason"]] for w in waiting]
+        rows = [[w["job"], w["parked"], w["reason"] or NOT_ASKED] for w in waiting]
         lines += ["", table(rows, ["WAITING GANG", "PARKED", "LAST REASON"])]
     held = status.get("heldJobs") or []
     if held:
@@ -366,4 +374,4 @@ def _get(url: str, path: str, render: Any) -> tuple[Any, str]:
 
 def kubectl_plugin() -> int:
     """`kubectl gangplank …` (kubectl runs `kubectl-gangplank` found on PATH)."""
-    return main(sys.argv[1:], prog="kubectl gangplank")
+    return quiet_when_the_reader_leaves(lambda: main(sys.argv[1:], prog="kubectl gangplank"))

@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from extender import __version__
-from extender.cli.args import ExamplesFormatter, Parser, port, positive_float, positive_int
+from extender.cli.args import (
+    ExamplesFormatter,
+    Parser,
+    port,
+    positive_float,
+    positive_int,
+    quiet_when_the_reader_leaves,
+)
 from extender.cli.client import (
     CLIENT_COMMANDS,
     GLOBAL_FLAGS,
@@ -98,6 +105,10 @@ def build_parser() -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return quiet_when_the_reader_leaves(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.command in CLIENT_COMMANDS:

@@ -113,7 +113,7 @@ def import_policy(paths: Sequence[str]) -> int:
         print(f"gangplank policy import: {err}", file=sys.stderr)
         return 2
     if not imported.queues:
-        print("gangplank policy import: no Kueue or Volcano queues found", file=sys.stderr)
+        print(f"gangplank policy import: {_no_queues(sources)}", file=sys.stderr)
         return 2
     print("\n".join(imported.header(paths)))
     print(yaml.safe_dump(imported.policy(), sort_keys=False), end="")
@@ -125,3 +125,18 @@ def import_policy(paths: Sequence[str]) -> int:
         print(f"the imported policy does not validate: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def _no_queues(sources: Sequence[tuple[str, list[Any]]]) -> str:
+    """Why an import found nothing: the kinds it was given instead, and what it reads."""
+    kinds = sorted(
+        {str(d["kind"]) for _, docs in sources for d in docs if isinstance(d, dict) and "kind" in d}
+    )
+    given = f" (given: {', '.join(kinds)})" if kinds else ""
+    hint = (
+        "; a gangplank Policy is checked with `gangplank policy check`" if "Policy" in kinds else ""
+    )
+    return (
+        f"no Kueue or Volcano queues found{given}: it reads Kueue's ClusterQueue, Cohort, "
+        f"LocalQueue, ResourceFlavor and Topology and Volcano's Queue{hint}"
+    )

@@ -152,7 +152,11 @@ def load_cluster(spec: str) -> list[dict[str, Any]]:
     if path.is_dir():
         path = path / SPOT_NODES
     if not path.is_file():
-        raise ClusterError(f"{spec}: no such file (traces absent? see ../shared/traces/README.md)")
+        raise ClusterError(
+            f"{spec}: no such file; the public traces are not in the repository (README, "
+            "Simulate: where to get them); or pass a `kubectl get nodes -o yaml` dump, or "
+            "synthetic:NODESxGPUS"
+        )
     if path.suffix == ".csv":
         return _csv_nodes(path)
     return _yaml_nodes(path)

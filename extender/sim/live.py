@@ -8,6 +8,7 @@ until Ctrl-C, or exits at the end with --once.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from importlib.resources import files
@@ -170,10 +171,22 @@ def _run_and_report(
     print(
         f"\ngangplank keeps serving on {extender.base}:\n"
         f"  curl -s {extender.base}/queues\n  curl -s {extender.base}/metrics | grep gangplank_\n"
-        f"  gangplank status --url {extender.base}\nCtrl-C stops it.",
+        f"  {typed_as(sys.argv[0], shutil.which('gangplank'))} status --url {extender.base}\n"
+        "Ctrl-C stops it.",
         flush=True,
     )
     assert server.process is not None
     code = server.process.wait()
     print(f"gangplank demo: gangplank on {extender.base} exited with {code}", file=sys.stderr)
     return 1
+
+
+def typed_as(script: str, on_path: str | None) -> str:
+    """How to type the `gangplank` that runs (`script`, sys.argv[0]): `gangplank` when PATH finds
+    that one (`on_path`), else its path: after `make demo`, `.venv/bin/gangplank` (not on PATH
+    until the venv is activated)."""
+    if Path(script).name != "gangplank":  # python -m extender
+        return "gangplank"
+    if on_path and Path(on_path).resolve() == Path(script).resolve():
+        return "gangplank"
+    return script

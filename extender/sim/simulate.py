@@ -167,10 +167,12 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
         driver.run()
     finally:
         close()
-    if policy is None and task.reference:
+    ran = policy.source if policy is not None else None
+    if policy is None and task.reference:  # its fair shares, measured against the one compared
         policy = load_policy(task.reference)
     cluster = variant.cluster + (f" +{variant.add_nodes} nodes" if variant.add_nodes else "")
-    return figures(driver, variant.label, policy, cluster=cluster, seed=task.seed)
+    out = figures(driver, variant.label, policy, cluster=cluster, seed=task.seed)
+    return {**out, "policy": ran}  # the policy it ran with (`policy=none`: none)
 
 
 def _run_task(job: tuple[Task, argparse.Namespace]) -> dict[str, Any]:

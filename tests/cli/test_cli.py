@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from extender.cli.args import quiet_when_the_reader_leaves
 from extender.cli.main import build_parser
 from tests.cli.test_why_cli import waiting_gang_server
 
@@ -162,6 +163,12 @@ REFUSED = {
         "--compare",
         2,
     ),
+    "simulate --cluster of traces not there says they are not in the repository (pointed to "
+    "../shared/traces/README.md inside the missing directory before)": (
+        gangplank("simulate", "--cluster", "{tmp}/traces"),
+        "{tmp}/traces: no such file; the public traces are not in the repository",
+        2,
+    ),
     "simulate --kick-seconds 0": (gangplank("simulate", "--kick-seconds", "0"), "--kick", 2),
     "simulate --cycle-ms -1": (gangplank("simulate", "--cycle-ms", "-1"), "--cycle-ms", 2),
     "simulate --workload of a file that is not a trace (0 jobs and exit 0 before)": (
@@ -188,6 +195,14 @@ REFUSED = {
     "policy check of Kueue manifests": (
         gangplank("policy", "check", "{tmp}/kueue.yaml"),
         "gangplank policy import {tmp}/kueue.yaml",
+        2,
+    ),
+    "policy import of a gangplank policy points to policy check (said only 'no Kueue or "
+    "Volcano queues found' before)": (
+        gangplank("policy", "import", POLICY),
+        "no Kueue or Volcano queues found (given: Policy): it reads Kueue's ClusterQueue, "
+        "Cohort, LocalQueue, ResourceFlavor and Topology and Volcano's Queue; a gangplank Policy "
+        "is checked with `gangplank policy check`",
         2,
     ),
     "policy check of an empty file (valid, 0 queues before)": (
@@ -333,3 +348,54 @@ def test_every_help_shows_the_defaults(parser: argparse.ArgumentParser) -> None:
         assert "--url URL base URL of the running extender (default: $GANGPLANK_URL, else " in (
             text
         )
+
+
+# A reader that stops early (`gangplank pods | head -1`, `… | grep -q`): the command stops quietly
+# with 141 (128 + SIGPIPE), as `ls | head` does; before, a BrokenPipeError traceback.
+CLOSED_EARLY = {
+    "policy check piped into a reader that already left": gangplank("policy", "check", POLICY),
+    "policy import piped into a reader that already left": gangplank(
+        "policy", "import", str(ROOT / "tests/data/upstream/kueue/shared-quota-setup.yaml")
+    ),
+    "pods -o json piped into a reader that already left": gangplank(
+        "pods", "-o", "json", "--url", "{url}"
+    ),
+    "kubectl gangplank status piped into a reader that already left": kubectl(
+        "status", "--url", "{url}"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def closed_early(tmp: Path) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
+    with waiting_gang_server() as url:
+        yield {name: _into_closed_pipe(case, url, tmp) for name, case in CLOSED_EARLY.items()}
+
+
+def _into_closed_pipe(case: Case, url: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    command = [str(BIN / case.program), *(a.format(url=url, tmp=tmp) for a in case.args)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        return subprocess.run(
+            command, stdout=write, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp, timeout=30
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("name", list(CLOSED_EARLY), ids=list(CLOSED_EARLY))
+def test_output_into_a_pipe_whose_reader_left_stops_quietly(
+    closed_early: dict[str, subprocess.CompletedProcess[str]], name: str
+) -> None:
+    result = closed_early[name]
+    assert (result.returncode, result.stderr) == (141, ""), result
+
+
+def test_a_broken_pipe_that_is_not_stdout_still_shows() -> None:
+    def command() -> int:
+        raise BrokenPipeError(32, "the demo's connection to gunicorn")
+
+    with pytest.raises(BrokenPipeError, match="gunicorn"):
+        quiet_when_the_reader_leaves(command)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from extender.cli.demo import DATA, DemoServer, run_guarded
+from extender.sim.live import typed_as
 from tests.serving import Served, free_port
 
 
@@ -325,3 +326,25 @@ def test_the_curl_demos_pods_are_minutes_old_for_gangplank_not_days(
     rows = [line.split() for line in shown.stdout.splitlines()[1:]]
     assert rows and {row[-1] for row in rows} <= {"2m", "3m"}, shown.stdout
     assert list(temp.iterdir()) == [], "the restamped copy is removed"
+
+
+@pytest.mark.parametrize(
+    ("script", "on_path", "typed"),
+    [
+        (".venv/bin/gangplank", None, ".venv/bin/gangplank"),
+        (".venv/bin/gangplank", "/usr/local/bin/gangplank", ".venv/bin/gangplank"),
+        ("/usr/local/bin/gangplank", "/usr/local/bin/gangplank", "gangplank"),
+        ("/x/extender/__main__.py", None, "gangplank"),
+    ],
+    ids=[
+        "after make demo, the venv's script, which PATH does not find, is named by its path "
+        "(`gangplank status` was not found before)",
+        "another gangplank on PATH is not the one that runs: the path again",
+        "the gangplank PATH finds is typed as gangplank",
+        "python -m extender: gangplank",
+    ],
+)
+def test_the_live_demo_names_the_gangplank_to_type_as_it_can_be_typed(
+    script: str, on_path: str | None, typed: str
+) -> None:
+    assert typed_as(script, on_path) == typed

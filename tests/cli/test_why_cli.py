@@ -16,6 +16,7 @@ import yaml
 from flask import Flask
 from werkzeug.serving import make_server
 
+from extender.cli.client import render_status
 from extender.cli.main import main as gangplank
 from extender.core.gangs.hold import Hold
 from extender.core.queues.policy_parse import parse_policy
@@ -343,3 +344,16 @@ def test_every_key_of_the_json_api_is_camel_case_as_kubernetes_writes_them(
     assert "reserved pods: 2" in status and "waiting gang" in status.lower()
     assert re.search(r"\(\d+ s left\)", status) and re.search(r"\(\d+ s left\)", why)
     assert "(1 of 1 waiting in line)" in why
+
+
+def test_status_says_a_waiting_gang_not_asked_about_yet_has_no_reason_yet() -> None:
+    """Before, its LAST REASON cell was empty (`gangplank serve --cluster-file` of the demo's
+    cluster: the periodic pass finds the gang waiting before kube-scheduler sends a member)."""
+    status = {
+        "gangs": {"waiting": 1},
+        "waitingGangs": [{"job": "gang a/t", "reason": "", "parked": 0}],
+    }
+    assert render_status(status).splitlines()[-1] == (
+        "gang a/t      0       no reason recorded yet (kube-scheduler has not asked gangplank "
+        "about it)"
+    )

@@ -123,6 +123,22 @@ def test_two_policies_compared_without_policy_get_the_arrivals_of_their_own_queu
     assert "nothing started" not in done.stdout
 
 
+def test_a_variant_of_policy_none_runs_and_says_it_runs_without_a_policy(tmp_path: Path) -> None:
+    """The README's `policy=` (a file or `none`): before, the variant said (and report.json
+    recorded) `gangplank with a.yaml`, the policy its fair shares are measured against."""
+    a = policy_file(tmp_path / "a.yaml", ("train", "open"), ("serve", "open"))
+    done = gangplank(
+        "simulate", *SMALL, "--seeds", "1", "--no-html", "--quiet", "--out", "out",
+        "--compare", f"policy={a},label=a", "policy=none,label=free", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "free: synthetic:8x8: 8 nodes, 64 GPUs; gangplank without a policy" in done.stdout
+    assert f"a: synthetic:8x8: 8 nodes, 64 GPUs; gangplank with {a}" in done.stdout
+    runs = {r["label"]: r for r in report(tmp_path / "out")["runs"]}
+    assert (runs["free"]["policy"], runs["a"]["policy"]) == (None, str(a))
+    assert runs["free"]["queues"]["train"]["fair_share"] == 0.5, "shares still against a.yaml"
+
+
 def test_policies_compared_on_different_queues_are_refused_in_one_line(tmp_path: Path) -> None:
     a = policy_file(tmp_path / "a.yaml", ("train", "open"), ("serve", "open"))
     b = policy_file(tmp_path / "b.yaml", ("train", "open"), ("batch", "open"))
