@@ -203,6 +203,8 @@ def test_a_restart_of_gangplank_while_the_job_waits_suspended_still_resumes_it_o
             assert ready_pods(api, jobs) == 4, scheduler.reasons
             assert jobs.generations("train")[1].at >= kept["nextTry"], "not before its backoff"
             assert suspend_flags(api) == [True, False], "resumed once"
+            # the record says so at the next pass's write
+            wait_for(lambda: (record(api, JOB) or {}).get("resumed") is True)
             after = record(api, JOB)
             assert after is not None and after["resumed"] is True
             assert jobs.failed("train") == 0
