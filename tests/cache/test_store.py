@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from extender.cache.handlers import handlers_for
+from extender.cache.handlers import KindHandler, handlers_for
 from extender.cache.store import ClusterStore
 from tests.builders import namespace, node, pod, priority_class
 
@@ -184,6 +184,17 @@ def _status(phase: str = "Running", **changes: Any) -> dict[str, Any]:
 READY = [{"type": "Ready", "status": "True"}]
 
 
+def _running_on_n1() -> tuple[ClusterStore, KindHandler[Any], dict[str, Any]]:
+    """A store with pod w-0 running on n1 (not Ready), its pod handler, and the pod as the API
+    server sent it."""
+    store = loaded("n1")
+    pods = handlers_for(store)["pods"]
+    running = pod("w-0", uid="u0", node="n1", gpu=2)
+    running["status"] = _status()
+    pods.apply("ADDED", copy.deepcopy(running))
+    return store, pods, running
+
+
 @pytest.mark.parametrize(
     ("status", "quiet"),
     [
@@ -211,11 +222,7 @@ READY = [{"type": "Ready", "status": "True"}]
 def test_the_verbs_snapshot_moves_on_only_for_what_a_decision_reads(
     status: dict[str, Any], quiet: bool
 ) -> None:
-    store = loaded("n1")
-    pods = handlers_for(store)["pods"]
-    running = pod("w-0", uid="u0", node="n1", gpu=2)
-    running["status"] = _status()
-    pods.apply("ADDED", copy.deepcopy(running))
+    store, pods, running = _running_on_n1()
     before = store.snapshot_for_verbs()
     running["status"] = status
     pods.apply("MODIFIED", running)
@@ -234,11 +241,7 @@ def test_the_verbs_snapshot_moves_on_only_for_what_a_decision_reads(
 
 
 def test_the_verbs_snapshot_after_a_change_they_read_carries_the_quiet_changes_too() -> None:
-    store = loaded("n1")
-    pods = handlers_for(store)["pods"]
-    running = pod("w-0", uid="u0", node="n1", gpu=2)
-    running["status"] = _status()
-    pods.apply("ADDED", copy.deepcopy(running))
+    store, pods, running = _running_on_n1()
     before = store.snapshot_for_verbs()
     running["status"] = _status(conditions=READY)
     pods.apply("MODIFIED", running)
