@@ -92,7 +92,7 @@ class Verbs:
         runtime.restore_plans()
         with runtime.lock:
             result = runtime.scheduler.filter(
-                runtime.store.snapshot(), pod, nodes.names, runtime.clock(), stale
+                runtime.store.snapshot_for_verbs(), pod, nodes.names, runtime.clock(), stale
             )
         return wire.dumps(wire.filter_answer(nodes, result))
 
@@ -101,7 +101,7 @@ class Verbs:
         pod = _pod(body)
         nodes = wire.parse_nodes(body)
         with runtime.lock:
-            scores = runtime.scheduler.scores(runtime.store.snapshot(), pod, nodes.names)
+            scores = runtime.scheduler.scores(runtime.store.snapshot_for_verbs(), pod, nodes.names)
         # The scores of every node come back as the same object while no node changes state,
         # and only when the very nodes the cache knows were sent (`every_node_sent`): so does
         # their answer, which lists the scores' own names when as many were sent (`wire`).
@@ -120,7 +120,7 @@ class Verbs:
         runtime.restore_plans()
         with runtime.lock:
             kept = runtime.scheduler.preempt(
-                runtime.store.snapshot(), pod, candidates, runtime.clock(), stale
+                runtime.store.snapshot_for_verbs(), pod, candidates, runtime.clock(), stale
             )
         return wire.dumps(wire.preempt_answer(kept))
 
@@ -131,7 +131,7 @@ class Verbs:
         with runtime.lock:
             decision = runtime.scheduler.check_bind(bind_request)
             records = runtime.scheduler.records_to_write(
-                runtime.store.snapshot(), uid=bind_request.uid
+                runtime.store.snapshot_for_verbs(), uid=bind_request.uid
             )
         if not decision.allowed:
             metrics.binds.labels("refused").inc()

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from extender.cache.handlers import handlers_for
+import copy
+from typing import Any
+
+import pytest
+
+from extender.cache.handlers import KindHandler, handlers_for
 from extender.cache.store import ClusterStore
 from tests.builders import namespace, node, pod, priority_class
 
@@ -168,3 +173,81 @@ def test_the_freed_generation_moves_only_when_capacity_is_given_back() -> None:
     assert store.snapshot().freed_generation == start + 1
     handlers_for(store)["nodes"].apply("ADDED", node("n2", cpu="32", gpu=8))
     assert store.snapshot().freed_generation == start + 2, "a node added"
+
+
+def _status(phase: str = "Running", **changes: Any) -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": phase, "startTime": "2026-12-01T10:00:05Z"}
+    status.update(changes)
+    return status
+
+
+READY = [{"type": "Ready", "status": "True"}]
+
+
+def _running_on_n1() -> tuple[ClusterStore, KindHandler[Any], dict[str, Any]]:
+    """A store with pod w-0 running on n1 (not Ready), its pod handler, and the pod as the API
+    server sent it."""
+    store = loaded("n1")
+    pods = handlers_for(store)["pods"]
+    running = pod("w-0", uid="u0", node="n1", gpu=2)
+    running["status"] = _status()
+    pods.apply("ADDED", copy.deepcopy(running))
+    return store, pods, running
+
+
+@pytest.mark.parametrize(
+    ("status", "quiet"),
+    [
+        (_status(conditions=READY), True),
+        (_status(containerStatuses=[{"name": "main", "restartCount": 3}]), True),
+        (
+            _status(
+                containerStatuses=[
+                    {"name": "main", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+                ]
+            ),
+            True,
+        ),
+        (_status("Succeeded"), False),
+        (_status(startTime="2026-12-01T10:09:00Z"), False),
+    ],
+    ids=[
+        "a bound pod becoming Ready changes nothing the verbs read",
+        "a container restarting changes nothing the verbs read",
+        "a container waiting on its image changes nothing the verbs read",
+        "a pod finishing frees its node: the verbs see it at once",
+        "a pod started again changes its runtime, which preemption reads: the verbs see it",
+    ],
+)
+def test_the_verbs_snapshot_moves_on_only_for_what_a_decision_reads(
+    status: dict[str, Any], quiet: bool
+) -> None:
+    store, pods, running = _running_on_n1()
+    before = store.snapshot_for_verbs()
+    running["status"] = status
+    pods.apply("MODIFIED", running)
+    assert (store.snapshot_for_verbs() is before) is quiet
+    on_node = store.snapshot().nodes["n1"].pods
+    if status["phase"] != "Running":
+        assert on_node == (), "a finished pod holds nothing"
+    else:
+        (fresh,) = on_node
+        assert (fresh.ready, fresh.restarts, fresh.waiting_reason) == (
+            "conditions" in status,
+            sum(c.get("restartCount", 0) for c in status.get("containerStatuses", [])),
+            "ImagePullBackOff" if "state" in str(status) else "",
+        ), "every other reader sees the pod as it is now"
+    assert store.snapshot_for_verbs() is store.snapshot(), "and the verbs do from then on"
+
+
+def test_the_verbs_snapshot_after_a_change_they_read_carries_the_quiet_changes_too() -> None:
+    store, pods, running = _running_on_n1()
+    before = store.snapshot_for_verbs()
+    running["status"] = _status(conditions=READY)
+    pods.apply("MODIFIED", running)
+    pods.apply("ADDED", pod("w-1", uid="u1", node="n1", gpu=1, phase="Running"))
+    after = store.snapshot_for_verbs()
+    assert after is not before and after.generation > before.generation
+    ready = {p.name: p.ready for p in after.nodes["n1"].pods}
+    assert ready == {"w-0": True, "w-1": False}
+    assert after.nodes["n1"].requested["nvidia.com/gpu"] == 3
