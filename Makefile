@@ -36,7 +36,8 @@ types: install
 	$(BIN)/mypy
 
 # The slow suites (pytest -m slow: a fresh venv of the package, the soak, schemathesis, the live
-# demo, the HTTP suite) run in `make test-slow`; CI (.ci/run) runs both.
+# demo, the HTTP suite, simulate run as a user runs it, the Job controller stand-in) run in
+# `make test-slow`; CI (.ci/run) runs both.
 unit: install
 	$(BIN)/pytest -q -m "not slow" $(PYTEST_ARGS)
 	@echo "NOTE: the slow suites did not run here: \`make test-slow\` runs them (CI runs both)"

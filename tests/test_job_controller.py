@@ -26,6 +26,9 @@ from tests.job_controller import (
     batch_job,
 )
 
+# The Job controller stand-in waits its (scaled) backoffs in real time (about 14 s in all): slow.
+pytestmark = pytest.mark.slow
+
 START = 1_800_000_000.0
 FAILED_FOR_GOOD = [
     ("FailureTarget", "True", BACKOFF_LIMIT_EXCEEDED),

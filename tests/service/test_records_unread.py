@@ -15,11 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from extender.service.settings import DEFAULT_NAMESPACE, REQUEUE_CONFIGMAP
 from tests.builders import node
 from tests.fakeapi import FakeApiServer
 from tests.serving import Served, write_kubeconfig
+
+# A real `gangplank serve` against the fake API server: slow.
+pytestmark = pytest.mark.slow
 
 WHERE = f"{DEFAULT_NAMESPACE}/{REQUEUE_CONFIGMAP}"
 REFUSED = (

@@ -10,7 +10,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.sim.console import ROOT, gangplank
+
+# Each runs `gangplank simulate` as a user does, in a subprocess (about 36 s in all): slow.
+pytestmark = pytest.mark.slow
 
 EXAMPLE = ROOT / "policies/example.yaml"
 LIFECYCLE = ROOT / "policies/lifecycle.yaml"

@@ -20,6 +20,9 @@ from extender.sim.report.figures import figures
 from extender.sim.report.page import write_html
 from extender.sim.workload import JobSpec
 
+# Each draws a report page with matplotlib (about 13 s in all): slow.
+pytestmark = pytest.mark.slow
+
 
 def gang(name: str, at: float) -> JobSpec:
     return JobSpec(name, "", 2, 8, 1000, 1024, 3600.0, at, namespace="default")
