@@ -4,8 +4,8 @@ rules evicted, each queue against its fair share, what the waiting was for."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from textwrap import shorten
 
+from extender.core.model.text import shorten
 from extender.sim.report.cells import (
     NOT_MODELLED,
     REASON_WIDTH,
@@ -75,7 +75,7 @@ def summary(runs: Sequence[Run]) -> str:
         )
     why = [
         f"{g[0]['label']}{_seed_note(g[0], seeds)}: {count} not started by the end: "
-        + shorten(reason, REASON_WIDTH, placeholder=" …")
+        + shorten(reason, REASON_WIDTH)
         for g in groups
         for reason, count in g[0].get("never_started_reasons", [])
     ]

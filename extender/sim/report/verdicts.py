@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from textwrap import shorten
 from typing import Any
 
+from extender.core.model.text import shorten
 from extender.sim.report.cells import REASON_WIDTH, fmt, pct, spread, table
 from extender.sim.report.figures import Run
 from extender.sim.report.rows import QUEUE_ROWS, summary_rows
@@ -24,11 +24,7 @@ def nothing_started_line(group: Sequence[Run]) -> str:
     run = group[0]
     seeds = " in any seed" if len(group) > 1 else ""
     reasons = run.get("never_started_reasons") or []
-    why = (
-        f" (the commonest reason: {shorten(reasons[0][0], REASON_WIDTH, placeholder=' …')})"
-        if reasons
-        else ""
-    )
+    why = f" (the commonest reason: {shorten(reasons[0][0], REASON_WIDTH)})" if reasons else ""
     return (
         f"NOTHING STARTED in {run['label']}: not one of its {run['jobs']:,} jobs started{seeds}"
         f"{why}: its figures say nothing, and no verdict is drawn from it"
