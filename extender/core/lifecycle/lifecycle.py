@@ -316,5 +316,5 @@ def _suspension(
         queue=queue,
         reason=reason,
         message=message,
-        gpu_seconds=sum(p.requests.get(GPU, 0) * max(0.0, now - (p.started or now)) for p in pods),
+        gpu_seconds=sum(p.gpu_seconds(now) for p in pods),
     )

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar, dataclass_transform
 
-from extender.core.model.resources import Resources
+from extender.core.model.resources import GPU, Resources
 
 # A node's free GPUs, CPU and memory as placement reads them, a plain tuple so that nodes in the
 # same state share every figure: (gpu model, free cpu milli, free memory MiB, free milli-GPU of
@@ -121,6 +121,10 @@ class PodInfo:
     def holds_resources(self) -> bool:
         """Whether the pod counts against its node (bound and not finished)."""
         return self.node_name is not None and not self.terminal
+
+    def gpu_seconds(self, now: float) -> float:
+        """GPU-seconds it has run by `now` (0 before it started)."""
+        return self.requests.get(GPU, 0) * max(0.0, now - (self.started or now))
 
 
 @record

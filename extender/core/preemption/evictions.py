@@ -149,7 +149,7 @@ class EvictionQueue:
                     grace_seconds=None,
                     rule=rule,
                     queue="",
-                    gpu_seconds=pod.requests.get(GPU, 0) * max(0.0, now - (pod.started or now)),
+                    gpu_seconds=pod.gpu_seconds(now),
                     message=why,
                     preemptor=(told.namespace, told.name),
                     preemptor_message=why,
