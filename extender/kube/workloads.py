@@ -164,9 +164,7 @@ class ApiSuspender:
             response.release_conn()
         if not isinstance(obj, dict):
             obj = {}
-        kept: Any = obj
-        for key in workload.field:
-            kept = kept.get(key) if isinstance(kept, dict) else None
+        kept = workload.flag_in(obj)
         if kept is not flag:
             self._warn(
                 workload,

@@ -86,6 +86,14 @@ class Workload:
     def field(self) -> tuple[str, ...]:
         return KINDS[self.kind].field
 
+    def flag_in(self, obj: Mapping[str, object]) -> object:
+        """Its suspend flag as `obj` (the workload as the API server answered) has it (None:
+        not there)."""
+        found: object = obj
+        for key in self.field:
+            found = found.get(key) if isinstance(found, Mapping) else None
+        return found
+
     def patch(self, suspend: bool) -> dict[str, object]:
         """The merge patch that sets its suspend flag."""
         body: dict[str, object] = {self.field[-1]: suspend}
