@@ -271,9 +271,17 @@ def pod_waiting_reason(status: Mapping[str, Any]) -> str:
 
 
 # What a pod's spec (but its nodeName) converts to: requests, priority, schedulerName,
-# nodeSelector, tolerations, required node affinity, schedulingGroup's podGroupName.
+# nodeSelector, tolerations, required node affinity, schedulingGroup's podGroupName, the
+# PersistentVolumeClaims its volumes name.
 _SpecParts = tuple[
-    dict[str, int], int, str, dict[str, str], tuple[Toleration, ...], tuple[AffinityTerm, ...], str
+    dict[str, int],
+    int,
+    str,
+    dict[str, str],
+    tuple[Toleration, ...],
+    tuple[AffinityTerm, ...],
+    str,
+    tuple[str, ...],
 ]
 SPEC_MEMO_SIZE = 4096
 _spec_memo: dict[int, _SpecParts] = {}
@@ -319,7 +327,23 @@ def _convert_spec(spec: Mapping[str, Any]) -> _SpecParts:
         _tolerations(spec),
         _affinity(spec),
         pod_group if isinstance(pod_group, str) else "",
+        _claims(spec),
     )
+
+
+def _claims(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """`spec.volumes[].persistentVolumeClaim.claimName`, in order (what is not one is skipped:
+    the API server validated the volumes)."""
+    volumes = spec.get("volumes")
+    if not isinstance(volumes, list):
+        return ()
+    names: list[str] = []
+    for volume in volumes:
+        claim = volume.get("persistentVolumeClaim") if isinstance(volume, Mapping) else None
+        name = claim.get("claimName") if isinstance(claim, Mapping) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    return tuple(names)
 
 
 def pod_from_api(raw: Any) -> PodInfo:
@@ -335,7 +359,7 @@ def pod_from_api(raw: Any) -> PodInfo:
     labels = _string_map(metadata, "labels", mpath)
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
-    requests, priority, scheduler, selector, tolerations, affinity, pod_group = _spec_parts(
+    requests, priority, scheduler, selector, tolerations, affinity, pod_group, claims = _spec_parts(
         spec, spec_key(spec)
     )
     gang = gang_of(labels, annotations, namespace, owner, pod_group)
@@ -363,6 +387,7 @@ def pod_from_api(raw: Any) -> PodInfo:
         ready=pod_ready(status),
         waiting_reason=pod_waiting_reason(status),
         job=gang or single_key(namespace, name),
+        claims=claims,
     )
 
 

@@ -1,7 +1,8 @@
 """Gang placement at filter time: plan a gang whole, then admit each member to its planned node.
 
 - **Plan, then admit.** When a member is filtered and its gang has no plan, all its pending
-  members are placed at once (`domains.plan_in_topology`), on capacity minus everyone else's
+  members are placed at once (`data_plan.plan_near_data`: `domains.plan_in_topology` near the
+  gang's data and within the link budgets), on capacity minus everyone else's
   reservations and the hold. The plan becomes a reservation (`reservations.py`); each member
   passes only its planned node.
 - **No deadlock.** Plans are all or nothing, made one at a time: two gangs never hold partial
@@ -33,7 +34,7 @@ from extender.core.model.answers import FilterResult
 from extender.core.model.keys import group_key, single_key
 from extender.core.model.rejection import Rejection
 from extender.core.model.snapshot import PodInfo, Snapshot
-from extender.core.placement.domains import plan_in_topology
+from extender.core.placement.data_plan import plan_near_data
 from extender.core.placement.planner import describe, plan_gang
 from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology, near_members
 
@@ -92,6 +93,17 @@ class GangPlacer:
             return partial(self._reservations.free_for, key=key, hold=hold)
         return partial(self._reservations.free_for, key=key, hold=hold, only=only)
 
+    def reserved_pods(self, snapshot: Snapshot) -> list[tuple[PodInfo, str]]:
+        """The pods of plans not bound yet, each with its planned node (for link budgets)."""
+        found: list[tuple[PodInfo, str]] = []
+        for plan in self._reservations.plans():
+            members = {p.uid: p for p in snapshot.groups.get(plan.key, ())}
+            for uid, node in plan.assignments.items():
+                pod = members.get(uid)
+                if pod is not None and pod.node_name is None:
+                    found.append((pod, node))
+        return found
+
     def forget(self, waiting: Collection[str]) -> None:
         """Drop the memory of gangs that wait no more (when it has grown)."""
         if len(self._no_room) > 2 * len(waiting) + 256:
@@ -138,13 +150,14 @@ class GangPlacer:
         offered = set(names)
         wanted = {name for p in gang.pending for name in p.requests}
         for _ in range(3):
-            attempt = plan_in_topology(
+            attempt = plan_near_data(
                 snapshot,
                 gang.pending,
                 gang.needed,
                 self.free_of(gang.key, only=wanted),
                 self.topology,
                 gang.constraint,
+                partial(self.reserved_pods, snapshot),
                 bound=gang.bound,
                 prefer=near_members(snapshot, gang.bound, self.topology),
                 avoid=avoid,
@@ -202,13 +215,14 @@ class GangPlacer:
         state = self._no_room_state(snapshot, gang, self._avoid.get(gang.key, {}))
         if self._no_room.reason(gang.key, state) is not None:
             return False
-        attempt = plan_in_topology(
+        attempt = plan_near_data(
             snapshot,
             gang.pending,
             gang.needed,
             self.free_of(gang.key, only={r for p in gang.pending for r in p.requests}),
             self.topology,
             gang.constraint,
+            partial(self.reserved_pods, snapshot),
             bound=gang.bound,
             bounded=True,
         )

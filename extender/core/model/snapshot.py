@@ -103,6 +103,8 @@ class PodInfo:
     ready: bool = False  # the pod's `Ready` condition is "True"
     # The first container (init containers first) waiting with a reason, e.g. ImagePullBackOff.
     waiting_reason: str = ""
+    # The PersistentVolumeClaims its volumes name (`spec.volumes[].persistentVolumeClaim`).
+    claims: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

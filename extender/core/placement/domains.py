@@ -42,7 +42,13 @@ def plan_in_topology(
     prefer: Mapping[str, int] | None = None,
     avoid: Mapping[str, Collection[str]] | None = None,
     bounded: bool = False,
+    near_data: Mapping[str, int] | None = None,
 ) -> PlanAttempt:
+    """`near_data`: each node's rank by closeness to the gang's data (`data.locality`, lower
+    first; nodes left out are far): in each tier the domains nearest its data are tried first,
+    then the tightest; inside a domain nodes go by it too unless `prefer` ranks them."""
+    if near_data and not prefer:
+        prefer = near_data
     required = topology.tier_of(constraint.required)
     if constraint.required and required is None:
         return PlanAttempt(reason=f"required topology {constraint.required!r} is no tier or label")
@@ -64,7 +70,18 @@ def plan_in_topology(
     ]
     for tier in topology.tiers_up_to(required):
         attempt = _in_tier(
-            snapshot, pods, needed, free_of, tier, room, count, running, prefer, avoid, bounded
+            snapshot,
+            pods,
+            needed,
+            free_of,
+            tier,
+            room,
+            count,
+            running,
+            prefer,
+            avoid,
+            bounded,
+            near_data,
         )
         if attempt is not None and attempt.ok:
             return attempt
@@ -98,6 +115,7 @@ def _in_tier(
     prefer: Mapping[str, int] | None,
     avoid: Mapping[str, Collection[str]] | None,
     bounded: bool,
+    near_data: Mapping[str, int] | None = None,
 ) -> PlanAttempt | None:
     nodes = snapshot.nodes
     index = domains(snapshot, tier)
@@ -107,8 +125,16 @@ def _in_tier(
         if len(home) != 1 or None in home:
             return None  # members already run in several domains of this tier
         sums = {v: s for v, s in sums.items() if v in home}
-    chosen = sorted((s, v) for v, s in sums.items() if s >= count)[:TRIES_PER_TIER]
-    for _, value in chosen:
+    if near_data:
+        far = max(near_data.values(), default=0) + 1
+        chosen = sorted(
+            (min(near_data.get(n, far) for n in index.members[v]), s, v)
+            for v, s in sums.items()
+            if s >= count
+        )[:TRIES_PER_TIER]
+    else:
+        chosen = sorted((0, s, v) for v, s in sums.items() if s >= count)[:TRIES_PER_TIER]
+    for _, _, value in chosen:
         members = [nodes[name] for name in index.members[value]]
         attempt = plan_gang(
             snapshot,

@@ -57,6 +57,8 @@ class ScoreWeights:
     gpu_model: float = 2.0
     binpack: float = 0.0
     preferred_nodes: float = 2.0
+    data_locality: float = 4.0
+    link_budget: float = 4.0
 
 
 def shape_of(pod: PodInfo) -> Shape:

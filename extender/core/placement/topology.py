@@ -12,8 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
+
+if TYPE_CHECKING:
+    from extender.core.placement.budgets import Budget
 
 HOSTNAME = "kubernetes.io/hostname"
 TOPOLOGY = "gangplank.io/topology"
@@ -53,6 +57,7 @@ DEFAULT_TIERS = (
 @dataclass(frozen=True, eq=False)
 class Topology:
     tiers: tuple[Tier, ...] = DEFAULT_TIERS
+    budgets: tuple[Budget, ...] = ()  # shared-link budgets of tiers (`budgets.py`)
 
     @cached_property
     def _by_name(self) -> Mapping[str, int]:
@@ -198,6 +203,14 @@ def near_members(
     """Rank nodes by closeness to the gang's running members: their nodes 0, then domains."""
     nodes = snapshot.nodes
     used = [nodes[p.node_name] for p in bound if p.node_name is not None and p.node_name in nodes]
+    return near_nodes(snapshot, used, topology)
+
+
+def near_nodes(
+    snapshot: Snapshot, used: Sequence[NodeInfo], topology: Topology = DEFAULT_TOPOLOGY
+) -> dict[str, int]:
+    """Rank nodes by closeness to `used`: those 0, then the nodes sharing a domain of the first
+    tier above hosts, and so on (tier index + 1); the rest are left out."""
     if not used:
         return {}
     rank = {n.name: 0 for n in used}
@@ -207,7 +220,7 @@ def near_members(
         values = {v for n in used if (v := domain_of(n, tier)) is not None}
         if not values:
             continue
-        for node in nodes.values():
+        for node in snapshot.nodes.values():
             if node.name not in rank and domain_of(node, tier) in values:
                 rank[node.name] = index
     return rank

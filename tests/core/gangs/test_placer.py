@@ -353,8 +353,7 @@ def test_a_replacement_member_is_added_without_moving_the_admitted_ones() -> Non
 def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch: Any) -> None:
     """kube-scheduler retries every parked member on every pod created: until capacity changes
     the answer is the same, and it is given without planning again (tens of ms at 5,000 nodes)."""
-    import extender.core.gangs.placer as placer
-    from extender.core.placement import domains
+    from extender.core.placement import data_plan, domains
 
     plans = []
     real = domains.plan_in_topology
@@ -363,7 +362,7 @@ def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch
         plans.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(placer, "plan_in_topology", counted)
+    monkeypatch.setattr(data_plan, "plan_in_topology", counted)
     members = gang_pods("big", 4, gpu=8)
     cluster = Cluster(nodes=gpu_nodes(3), pods=members)
     gs = Engine()
@@ -379,8 +378,7 @@ def test_a_gang_that_does_not_fit_is_planned_once_per_capacity_state(monkeypatch
 
 
 def count_plans(monkeypatch: Any) -> list[int]:
-    import extender.core.gangs.placer as placer
-    from extender.core.placement import domains
+    from extender.core.placement import data_plan, domains
 
     plans: list[int] = []
     real = domains.plan_in_topology
@@ -389,7 +387,7 @@ def count_plans(monkeypatch: Any) -> list[int]:
         plans.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(placer, "plan_in_topology", counted)
+    monkeypatch.setattr(data_plan, "plan_in_topology", counted)
     return plans
 
 

@@ -63,8 +63,8 @@ def test_weights_are_numbers_from_0_to_100_under_known_names() -> None:
     weights = parse_weights({"weights": {"binpack": 0.5, "keepGpuNodes": 4}}, fail)
     assert weights == ScoreWeights(binpack=0.5, keep_gpu_nodes=4.0)
     assert refusal(parse_weights, {"weights": {"speed": 1}}) == (
-        "placement.weights.speed: unknown (known: binpack, fragmentation, gpuModel, "
-        "keepGpuNodes, preferredNodes)"
+        "placement.weights.speed: unknown (known: binpack, dataLocality, fragmentation, gpuModel, "
+        "keepGpuNodes, linkBudget, preferredNodes)"
     )
     assert refusal(parse_weights, {"weights": {"binpack": 101}}) == (
         "placement.weights.binpack: 101 must be a number from 0 to 100"
