@@ -123,6 +123,13 @@ def hungry_job(api: FakeApiServer, name: str) -> None:
         api.put("pods", member)
 
 
+def run_jobs(api: FakeApiServer, scheduler: KubeScheduler, names: list[str]) -> None:
+    """Each job in turn, bound before the next comes (each counts against its rack's budget)."""
+    for name in names:
+        hungry_job(api, name)
+        scheduler.settle(timeout=30, until=lambda name=name: len(scheduler.bound(name)) == 1)
+
+
 @pytest.mark.parametrize(
     "mode", ["preferred", "required"], ids=["a preferred budget", "a required budget"]
 )
@@ -132,13 +139,10 @@ def test_a_rack_budget_of_3_data_hungry_jobs_admits_the_fourth_into_another_rack
     put_racks(api, 2, 2, {})
     with Extender(api, policy=budget_policy(mode)) as extender:
         scheduler = KubeScheduler(api, extender)
-        for i in range(3):
-            hungry_job(api, f"job{i}")
-            scheduler.settle()
+        run_jobs(api, scheduler, [f"job{i}" for i in range(3)])
         first = {n for i in range(3) for n in scheduler.bound(f"job{i}").values()}
         assert len(first) == 1, "packed on one node, of one rack"
-        hungry_job(api, "job3")
-        scheduler.settle()
+        run_jobs(api, scheduler, ["job3"])
         fourth = scheduler.bound("job3")
         assert len(fourth) == 1
         assert racks_of(fourth) != {next(iter(first)).split("-")[0]}, "the full rack's budget"
@@ -150,9 +154,7 @@ def test_with_a_required_budget_a_job_waits_when_no_rack_has_budget_left(
     put_racks(api, 2, 2, {})
     with Extender(api, policy=budget_policy("required")) as extender:
         scheduler = KubeScheduler(api, extender)
-        for i in range(6):
-            hungry_job(api, f"job{i}")
-            scheduler.settle()
+        run_jobs(api, scheduler, [f"job{i}" for i in range(6)])
         assert all(len(scheduler.bound(f"job{i}")) == 1 for i in range(6))
         hungry_job(api, "job6")
         scheduler.settle()
@@ -169,7 +171,5 @@ def test_with_a_preferred_budget_a_job_uses_an_over_budget_rack_when_nothing_els
     put_racks(api, 2, 2, {})
     with Extender(api, policy=budget_policy("preferred")) as extender:
         scheduler = KubeScheduler(api, extender)
-        for i in range(7):
-            hungry_job(api, f"job{i}")
-            scheduler.settle()
+        run_jobs(api, scheduler, [f"job{i}" for i in range(7)])
         assert all(len(scheduler.bound(f"job{i}")) == 1 for i in range(7))
