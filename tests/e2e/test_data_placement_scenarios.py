@@ -4,6 +4,7 @@ within their budgets — fake API server, gangplank over HTTP, and the kube-sche
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -127,7 +128,11 @@ def run_jobs(api: FakeApiServer, scheduler: KubeScheduler, names: list[str]) -> 
     """Each job in turn, bound before the next comes (each counts against its rack's budget)."""
     for name in names:
         hungry_job(api, name)
-        scheduler.settle(timeout=30, until=lambda name=name: len(scheduler.bound(name)) == 1)
+        scheduler.settle(timeout=30, until=partial(bound_one, scheduler, name))
+
+
+def bound_one(scheduler: KubeScheduler, name: str) -> bool:
+    return len(scheduler.bound(name)) == 1
 
 
 @pytest.mark.parametrize(
