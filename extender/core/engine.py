@@ -68,6 +68,7 @@ class Engine:
         review = self.config.lifecycle_review_seconds
         self.lifecycle = Lifecycle(self.preemption.evictions, self.outbox, self.waiting, review)
         self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
+        self.scorer.reserved = self.placer.reserved_pods
         self.line = Line(self)
         self.scheduler_names = frozenset(scheduler_names)
         self.policy: Policy | None = None
@@ -90,7 +91,7 @@ class Engine:
         self.book = book if policy is not None else None
         topology = policy.topology if policy is not None else DEFAULT_TOPOLOGY
         self.placer.auto_hold = policy is None
-        self.placer.topology = self.preemption.topology = topology
+        self.placer.topology = self.preemption.topology = self.scorer.topology = topology
         self.scorer.set_weights(policy.weights if policy is not None else ScoreWeights())
         self.line.policy_changed = True
         return old

@@ -34,7 +34,7 @@ from extender.core.model.answers import FilterResult
 from extender.core.model.keys import group_key, single_key
 from extender.core.model.rejection import Rejection
 from extender.core.model.snapshot import PodInfo, Snapshot
-from extender.core.placement.data_plan import plan_near_data
+from extender.core.placement.data_plan import plan_near_data, refuse_far_from_data
 from extender.core.placement.planner import describe, plan_gang
 from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology, near_members
 
@@ -93,7 +93,7 @@ class GangPlacer:
             return partial(self._reservations.free_for, key=key, hold=hold)
         return partial(self._reservations.free_for, key=key, hold=hold, only=only)
 
-    def reserved_pods(self, snapshot: Snapshot) -> list[tuple[PodInfo, str]]:
+    def reserved_pods(self, snapshot: Snapshot) -> Sequence[tuple[PodInfo, str]]:
         """The pods of plans not bound yet, each with its planned node (for link budgets)."""
         found: list[tuple[PodInfo, str]] = []
         for plan in self._reservations.plans():
@@ -117,7 +117,9 @@ class GangPlacer:
             plan = self._reservations.get(solo)
             if plan is not None and pod.uid in plan.assignments:
                 return Placed(planned_answer(snapshot, plan, pod, names))
-            return Placed(self._outsiders.check(snapshot, pod, names, solo))
+            result = self._outsiders.check(snapshot, pod, names, solo)
+            reserved = partial(self.reserved_pods, snapshot)
+            return Placed(refuse_far_from_data(snapshot, pod, result, self.topology, reserved))
         gang = resolve_gang(snapshot, key, asking=pod)
         if gang.problem:
             return self._reject(gang, names, Rejection.INVALID, gang.problem)

@@ -16,22 +16,33 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from extender.core.model.answers import FilterResult, refuse
 from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
-from extender.core.placement.budgets import Budget, Verdict, declares, demand, judge
+from extender.core.placement.budgets import (
+    Budget,
+    Verdict,
+    declares,
+    demand,
+    judge,
+    use_by_domain,
+)
 from extender.core.placement.data import (
     NO_DATA,
     DataNeed,
     cached_nodes,
     data_of,
+    far,
     locality,
     named,
+    not_here,
     reads_data,
     where_cached,
 )
 from extender.core.placement.domains import plan_in_topology
+from extender.core.placement.every_node import NO_FIT
 from extender.core.placement.fit import how_many_fit
 from extender.core.placement.planner import FreeOf, PlanAttempt
-from extender.core.placement.topology import Constraint, Topology
+from extender.core.placement.topology import Constraint, Topology, domains
 
 Reserved = Callable[[], Sequence[tuple[PodInfo, str]]]  # pods of plans not bound yet, and nodes
 
@@ -162,3 +173,66 @@ def _why(
             f"{best.budget.quantity} budget ({best})"
         )
     return reason
+
+
+def refuse_far_from_data(
+    snapshot: Snapshot, pod: PodInfo, result: FilterResult, topology: Topology, reserved: Reserved
+) -> FilterResult:
+    """A single pod's filter answer without the nodes its required data or a required budget
+    rules out (a pod that reads nothing and declares nothing: `result` as it is, at once)."""
+    if not result.passed or not (reads_data(pod) or declares(pod, topology.budgets)):
+        return result
+    needs = needs_of(snapshot, [pod], topology)
+    if needs.problem:
+        return refuse(result, dict.fromkeys(result.passed, needs.problem))
+    refused: dict[str, str] = {}
+    data = needs.data
+    if data.required:
+        only = cached_nodes(snapshot, data)
+        where = where_cached(snapshot, data, topology) if only else "no node"
+        why = f"{not_here(data)}; cached on {where}"
+        refused.update((n, why) for n in result.passed if n not in only)
+    if any(b.required for b in needs.budgets):
+        index_of = {b: domains(snapshot, b.tier).members for b in needs.budgets if b.required}
+        for overrun in judge(snapshot, needs.budgets, reserved()).overruns:
+            if overrun.budget.required:
+                why = str(overrun)
+                for name in index_of[overrun.budget].get(overrun.domain, ()):
+                    refused.setdefault(name, why)
+    return refuse(result, refused) if refused else result
+
+
+def data_costs(
+    snapshot: Snapshot,
+    pod: PodInfo,
+    names: Sequence[str],
+    costs: list[float],
+    topology: Topology,
+    reserved: Reserved,
+    near_weight: float,
+    budget_weight: float,
+) -> None:
+    """Lower `costs` (one per name; NO_FIT stays) where the pod's data is near, by tier (by up to
+    `near_weight`), and raise them by the share of a domain's budget its use would fill (a
+    quarter of `budget_weight` when it fills it, the whole weight over it)."""
+    needs = needs_of(snapshot, [pod], topology)
+    if needs.data.datasets and near_weight:
+        ranks = locality(snapshot, needs.data, topology)
+        last = far(topology)
+        bonus = near_weight / last
+        for i, name in enumerate(names):
+            if costs[i] != NO_FIT:
+                costs[i] -= bonus * (last - ranks.get(name, last))
+    if not needs.budgets or not budget_weight:
+        return
+    pairs = reserved()
+    for budget, need in needs.budgets.items():
+        of = domains(snapshot, budget.tier).of
+        use = use_by_domain(snapshot, budget, pairs)
+        for i, name in enumerate(names):
+            domain = of.get(name)
+            if domain is None or costs[i] == NO_FIT:
+                continue
+            after = use.get(domain, 0) + need
+            share = 1.0 if after > budget.per_domain else after / budget.per_domain / 4
+            costs[i] += budget_weight * share

@@ -10,7 +10,7 @@ topology:
       storageRead: {perDomain: 200Gi, mode: preferred}   # bytes/s; pods: gangplank.io/storage-read
 placement:
   weights: {fragmentation: 10, keepGpuNodes: 3, gpuModel: 2, binpack: 0.5, preferredNodes: 2,
-            dataLocality: 4, linkBudget: 4}
+            dataLocality: 20, linkBudget: 30}
 ```
 """
 

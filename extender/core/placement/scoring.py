@@ -8,7 +8,11 @@ The cost of a node for a pod (lower is better) adds, with the policy's weights:
 - `gpuModel`: a pod listing GPU models (`gangplank.io/gpu-product: H100|A100`) prefers the first;
 - `binpack`: GPUs (or CPU, for pods without GPUs) left free on the node afterwards: fuller nodes
   first, so whole nodes stay free for whole-node jobs;
-- `preferredNodes`: nodes matching the pod's `gangplank.io/prefer-nodes` selector cost less.
+- `preferredNodes`: nodes matching the pod's `gangplank.io/prefer-nodes` selector cost less;
+- `dataLocality`: nodes near the pod's dataset cost less (the node that caches it most, then its
+  rack, then its zone: `data.py`);
+- `linkBudget`: nodes of a domain whose link budget the pod's declared use would fill cost more
+  (`budgets.py`).
 
 kube-scheduler wants an integer from 0 to 10 per node and picks at random among its best, so the
 scores are ranks: the cheapest nodes get 10, the next cost 9, and so on. Nodes in the same state
@@ -18,13 +22,17 @@ share a cost, which is computed once and remembered: 5,000 nodes cost one lookup
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import repeat
 
 from extender.core.model.answers import MAX_SCORE, NEUTRAL_SCORE, NodeScores
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import GpuState, NodeInfo, PodInfo, Snapshot
+from extender.core.placement.budgets import declares
+from extender.core.placement.data import reads_data
+from extender.core.placement.data_plan import data_costs
 from extender.core.placement.every_node import NO_FIT, EveryNode, every_node_sent, node_costs, rank
 from extender.core.placement.fit import (
     GPU_PRODUCT,
@@ -44,6 +52,7 @@ from extender.core.placement.fragmentation import (
     fits,
     state_of,
 )
+from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology
 
 MIB = 1 << 20
 MIN_LEARN = 100  # pods needed before the cluster's own mix replaces the default one
@@ -57,8 +66,8 @@ class ScoreWeights:
     gpu_model: float = 2.0
     binpack: float = 0.0
     preferred_nodes: float = 2.0
-    data_locality: float = 4.0
-    link_budget: float = 4.0
+    data_locality: float = 20.0  # two GPUs stranded (fragmentation 10 each) outweigh the data
+    link_budget: float = 30.0  # over a budget: last, unless it strands three GPUs less
 
 
 def shape_of(pod: PodInfo) -> Shape:
@@ -87,6 +96,9 @@ class PlacementScorer:
 
     def __init__(self, weights: ScoreWeights | None = None, mix: Mix = DEFAULT_MIX) -> None:
         self.weights = weights or ScoreWeights()
+        self.topology: Topology = DEFAULT_TOPOLOGY  # the policy's tiers and link budgets
+        # The pods of plans not bound yet, with their nodes (`GangPlacer.reserved_pods`).
+        self.reserved: Callable[[Snapshot], Sequence[tuple[PodInfo, str]]] = _none_reserved
         self.frag = FragmentationCache(mix)
         self._costs: dict[tuple[Shape, tuple[str, ...]], dict[GpuState, float | None]] = {}
         self._states: dict[str, tuple[NodeInfo, GpuState]] = {}
@@ -156,8 +168,10 @@ class PlacementScorer:
         return state
 
     def scores(self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str]) -> NodeScores:
-        """Scores for the nodes kube-scheduler sent. Neutral where GPUs play no part."""
-        if not snapshot.capacity.get(GPU, 0):
+        """Scores for the nodes kube-scheduler sent. Neutral where GPUs play no part (and no data
+        or link budget does)."""
+        near = reads_data(pod) or declares(pod, self.topology.budgets)
+        if not snapshot.capacity.get(GPU, 0) and not near:
             return NodeScores(NEUTRAL_SCORE)
         shape = shape_of(pod)
         order = gpu_product_order(pod.annotations.get(GPU_PRODUCT, "")) if shape.models else ()
@@ -181,10 +195,11 @@ class PlacementScorer:
         if (
             snapshot.states_version < 0
             or PREFER_NODES in pod.annotations
+            or near
             or not every_node_sent(names, ids)
         ):
             costs = node_costs(list(map(ids.get, names, repeat(-1))), costs_of)
-            return self._ranked(snapshot, pod, names, costs)
+            return self._ranked(snapshot, pod, names, costs, near)
         # Every node sent (percentageOfNodesToScore: 100), the very nodes the cache knows: the
         # scores of every node, in the cache's order, kept up to date per pod shape
         # (`every_node.py`). The same object comes back while no node changes state.
@@ -233,11 +248,29 @@ class PlacementScorer:
             node = nodes.get(name)
             value = None if node is None else self.cost(self.state(node), shape, order)
             costs.append(NO_FIT if value is None else value)
-        return self._ranked(snapshot, pod, names, costs)
+        near = reads_data(pod) or declares(pod, self.topology.budgets)
+        return self._ranked(snapshot, pod, names, costs, near)
 
     def _ranked(
-        self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], costs: list[float]
+        self,
+        snapshot: Snapshot,
+        pod: PodInfo,
+        names: Sequence[str],
+        costs: list[float],
+        near: bool = False,
     ) -> NodeScores:
+        if near:
+            w = self.weights
+            data_costs(
+                snapshot,
+                pod,
+                names,
+                costs,
+                self.topology,
+                partial(self.reserved, snapshot),
+                w.data_locality,
+                w.link_budget,
+            )
         preferred = pod.annotations.get(PREFER_NODES) if pod.annotations else None
         if preferred:
             terms = parse_selector(preferred)
@@ -257,6 +290,10 @@ class PlacementScorer:
                 self._costs.clear()
             table = self._costs[(shape, order)] = {}
         return table
+
+
+def _none_reserved(snapshot: Snapshot) -> Sequence[tuple[PodInfo, str]]:
+    return ()
 
 
 _MISSING = -1e300  # not worked out yet (floats compare fast, in C)

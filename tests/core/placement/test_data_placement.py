@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from extender.core.engine import Engine
 from extender.core.model.snapshot import NodeInfo, PodInfo
 from extender.core.placement.budgets import Budget, judge
 from extender.core.placement.data import (
@@ -342,3 +343,69 @@ def test_a_tier_of_its_own_may_carry_a_budget() -> None:
     )
     assert topology.budgets == (Budget(aisle, "netWrite", 10**10),)
     assert topology.budgets[0].annotation == "gangplank.io/net-write"
+
+
+# ---- single pods: scores and filter ------------------------------------------
+
+
+def engine_with(topology: Topology = DEFAULT_TOPOLOGY) -> Engine:
+    engine = Engine()
+    engine.placer.topology = engine.scorer.topology = topology
+    return engine
+
+
+def test_a_single_pod_scores_highest_where_its_data_is_then_in_its_rack() -> None:
+    cluster = Cluster(nodes=racks({"r1": 2, "r2": 2}, {"r2-1": CACHED}))
+    names = sorted(cluster.snap().nodes)
+    asking = pod_from_api(pod("p", gpu=8, annotations={"gangplank.io/dataset": "imagenet"}))
+    scores = engine_with().scores(cluster.snap(), asking, names).table(names)
+    assert scores["r2-1"] > scores["r2-0"] > scores["r1-0"] == scores["r1-1"]
+
+
+def test_a_plain_pod_scores_as_before_where_data_is_cached() -> None:
+    cluster = Cluster(nodes=racks({"r1": 2, "r2": 2}, {"r2-1": CACHED}))
+    names = sorted(cluster.snap().nodes)
+    scores = engine_with().scores(cluster.snap(), pod_from_api(pod("p", gpu=8)), names)
+    assert len(set(scores.table(names).values())) == 1
+
+
+def test_a_single_pod_scores_a_rack_with_budget_left_over_a_fuller_node_in_a_full_rack() -> None:
+    reads = {"gangplank.io/storage-read": "8Gi"}
+    running = [
+        pod(f"run{i}", node="r1-0", gpu=2, phase="Running", annotations=reads) for i in range(3)
+    ]
+    cluster = Cluster(nodes=racks({"r1": 1, "r2": 1}), pods=running)
+    asking = pod_from_api(pod("p", gpu=2, annotations=reads))
+    scores = engine_with(budget("preferred")).scores(cluster.snap(), asking, ["r1-0", "r2-0"])
+    table = scores.table(["r1-0", "r2-0"])
+    assert table["r2-0"] > table["r1-0"]
+    plain = engine_with().scores(cluster.snap(), asking, ["r1-0", "r2-0"]).table(["r1-0", "r2-0"])
+    assert plain["r1-0"] > plain["r2-0"], "without the budget the fuller node wins"
+
+
+def test_a_single_pod_that_requires_its_data_passes_only_the_nodes_that_cache_it() -> None:
+    cluster = Cluster(nodes=racks({"r1": 2, "r2": 2}, {"r2-1": CACHED}))
+    notes = {"gangplank.io/dataset": "imagenet", "gangplank.io/dataset-policy": "required"}
+    asking = pod_from_api(pod("p", gpu=8, annotations=notes))
+    result = engine_with().filter(cluster.snap(), asking, ["r1-0", "r2-0", "r2-1"], 0.0)
+    assert result.passed == ["r2-1"]
+    assert result.unresolvable["r1-0"] == (
+        "dataset imagenet is not cached on this node (gangplank.io/dataset-policy: required); "
+        "cached on 1 node in rack r2"
+    )
+
+
+def test_a_single_pod_is_refused_the_racks_a_required_budget_has_no_room_for() -> None:
+    reads = {"gangplank.io/storage-read": "8Gi"}
+    running = [
+        pod(f"run{i}", node="r1-0", gpu=2, phase="Running", annotations=reads) for i in range(3)
+    ]
+    cluster = Cluster(nodes=racks({"r1": 2, "r2": 1}), pods=running)
+    asking = pod_from_api(pod("p", gpu=2, annotations=reads))
+    result = engine_with(budget("required")).filter(
+        cluster.snap(), asking, ["r1-0", "r1-1", "r2-0"], 0.0
+    )
+    assert result.passed == ["r2-0"]
+    assert result.unresolvable["r1-1"] == (
+        "rack r1 storageRead budget 24Gi/s: 24Gi/s in use, this job needs 8Gi/s"
+    )
