@@ -30,6 +30,7 @@ from extender.core.model.resources import GPU, total
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.model.workload import queue_key
 from extender.core.placement.candidates import could_hold
+from extender.core.placement.data_plan import needs_of, plan_near_data
 from extender.core.placement.domains import plan_in_topology
 from extender.core.placement.planner import FreeOf, PlanAttempt, plan_gang
 from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology
@@ -105,10 +106,19 @@ class Preemption:
         """How trial plans place the job: within one domain when its gang requires one."""
         if is_single(key):
             return plan_gang
-        constraint = resolve_gang(snapshot, key).constraint
+        gang = resolve_gang(snapshot, key)
+        constraint = gang.constraint
+        topology = self.topology
+        if _bound_to_data(snapshot, gang.pending, topology):
+            # Its data or a link budget is a constraint: victims must free room where it may go.
+            def near_data(
+                view: Snapshot, pods: list[PodInfo], needed: int, free_of: FreeOf
+            ) -> PlanAttempt:
+                return plan_near_data(view, pods, needed, free_of, topology, constraint, tuple)
+
+            return near_data
         if not constraint.required:
             return plan_gang
-        topology = self.topology
 
         def in_topology(
             view: Snapshot, pods: list[PodInfo], needed: int, free_of: FreeOf
@@ -339,3 +349,9 @@ class Preemption:
         plan = self.reservations.get(job_key(pod))
         rules_of, queue_of = self.rules_of(policy), self._queue_of(book)
         return narrow(snapshot, pod, candidates, now, plan, rules_of, queue_of, self.first)
+
+
+def _bound_to_data(snapshot: Snapshot, pods: Sequence[PodInfo], topology: Topology) -> bool:
+    """Whether the job requires its data where it runs or declares use of a required budget."""
+    needs = needs_of(snapshot, pods, topology)
+    return needs.data.required or any(b.required for b in needs.budgets)
