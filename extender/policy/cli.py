@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from extender.core.placement.budgets import rate
 from extender.core.queues.admission import check_state
 from extender.core.queues.lifecycle import describe_lifecycle
 from extender.core.queues.policy import Policy, describe_amounts
@@ -41,6 +42,12 @@ def summary(policy: Policy) -> list[str]:
     walk(None, 1)
     if policy.lifecycle is not None:
         lines.append(f"  lifecycle (top level): {describe_lifecycle(policy.lifecycle)}")
+    for budget in policy.topology.budgets:
+        tier = budget.tier.name
+        lines.append(
+            f"  budget: {budget.quantity} {rate(budget.per_domain)} per {tier} "
+            f"({'required' if budget.required else 'preferred'}; pods declare {budget.annotation})"
+        )
     return lines
 
 

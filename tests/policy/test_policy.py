@@ -4,6 +4,8 @@ queue a pod is in."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -399,3 +401,23 @@ def test_policy_check_exits_0_for_a_valid_file_and_2_naming_the_mistake(
     missing = tmp_path / "missing.yaml"
     assert main(["policy", "check", str(missing)]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_policy_check_refuses_a_wrong_link_budget_and_shows_a_good_one(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    budgets = "topology:\n  budgets:\n    rack:\n      storageRead: {perDomain: %s}\n"
+    path.write_text("queues: [{name: q}]\n" + budgets % "200GB")
+    check = [sys.executable, "-m", "extender", "policy", "check", str(path)]
+    refused = subprocess.run(check, capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"invalid: {path}: topology.budgets.rack.storageRead.perDomain: '200GB' is not a "
+        "quantity; did you mean 200G or 200Gi?\n"
+    )
+    path.write_text("queues: [{name: q}]\n" + budgets % "200Gi")
+    valid = subprocess.run(check, capture_output=True, text=True, check=False)
+    assert valid.returncode == 0, valid.stderr
+    assert (
+        "  budget: storageRead 200Gi/s per rack (preferred; pods declare "
+        "gangplank.io/storage-read)\n"
+    ) in valid.stdout
