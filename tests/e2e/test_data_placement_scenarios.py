@@ -4,6 +4,7 @@ within their budgets — fake API server, gangplank over HTTP, and the kube-sche
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -41,35 +42,40 @@ def racks_of(placed: dict[str, str]) -> set[str]:
     return {name.split("-")[0] for name in placed.values()}
 
 
-def test_a_gang_whose_dataset_is_cached_in_one_rack_lands_in_that_rack(api: FakeApiServer) -> None:
+def named_on_it(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return reading(members, **{"gangplank.io/dataset": "imagenet"})
+
+
+def mounting_its_pvc(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Fluid names a Dataset's PVC after it; the nodes caching it carry fluid.io/s-<ns>-<name>.
+    for member in members:
+        member["spec"]["volumes"] = [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "imagenet"}}
+        ]
+    return members
+
+
+@pytest.mark.parametrize(
+    ("cached", "reads"),
+    [(CACHED, named_on_it), (FLUID, mounting_its_pvc)],
+    ids=[
+        "a dataset named on its pods, cached per gangplank's node label",
+        "a Fluid Dataset's PVC, cached per Fluid's node label",
+    ],
+)
+def test_a_gang_whose_dataset_is_cached_in_one_rack_lands_in_that_rack(
+    api: FakeApiServer, cached: dict[str, str], reads: Callable[[list[Any]], list[Any]]
+) -> None:
     # Three equal racks: without its data the gang would take the first, r1.
-    put_racks(api, 3, 4, {"r2-1": CACHED, "r2-3": CACHED})
+    put_racks(api, 3, 4, {"r2-1": cached, "r2-3": cached})
     with Extender(api) as extender:
         scheduler = KubeScheduler(api, extender)
-        for member in reading(gang_pods("train", 4, gpu=8), **{"gangplank.io/dataset": "imagenet"}):
+        for member in reads(gang_pods("train", 4, gpu=8)):
             api.put("pods", member)
         scheduler.settle()
         placed = scheduler.bound("train")
         assert len(placed) == 4
         assert racks_of(placed) == {"r2"}, placed
-
-
-def test_a_gang_mounting_a_fluid_dataset_pvc_lands_where_fluid_caches_it(
-    api: FakeApiServer,
-) -> None:
-    # Fluid names the PVC of a Dataset after it; the nodes caching it carry fluid.io/s-<ns>-<name>.
-    put_racks(api, 3, 4, {"r3-0": FLUID, "r3-2": FLUID})
-    with Extender(api) as extender:
-        scheduler = KubeScheduler(api, extender)
-        for member in gang_pods("fluid", 4, gpu=8):
-            member["spec"]["volumes"] = [
-                {"name": "data", "persistentVolumeClaim": {"claimName": "imagenet"}}
-            ]
-            api.put("pods", member)
-        scheduler.settle()
-        placed = scheduler.bound("fluid")
-        assert len(placed) == 4
-        assert racks_of(placed) == {"r3"}, placed
 
 
 def test_a_preferred_dataset_whose_rack_is_full_lets_the_gang_run_in_another_rack(
@@ -80,7 +86,7 @@ def test_a_preferred_dataset_whose_rack_is_full_lets_the_gang_run_in_another_rac
         api.put("pods", pod(f"busy-{i}", node=f"r2-{i}", gpu=8, phase="Running"))
     with Extender(api) as extender:
         scheduler = KubeScheduler(api, extender)
-        for member in reading(gang_pods("train", 4, gpu=8), **{"gangplank.io/dataset": "imagenet"}):
+        for member in named_on_it(gang_pods("train", 4, gpu=8)):
             api.put("pods", member)
         scheduler.settle()
         placed = scheduler.bound("train")

@@ -283,6 +283,16 @@ def test_a_required_dataset_that_no_node_with_room_caches_is_no_plan_and_the_rea
     assert not attempt.ok and attempt.reason.startswith(reason)
 
 
+READS = {"gangplank.io/storage-read": "8Gi"}
+
+
+def readers_on_r1_0() -> list[dict[str, Any]]:
+    """Three running pods of 2 GPUs on r1-0 that read 8Gi/s each: 24Gi/s of rack r1's budget."""
+    return [
+        pod(f"run{i}", node="r1-0", gpu=2, phase="Running", annotations=READS) for i in range(3)
+    ]
+
+
 def budget(mode: str) -> Topology:
     return Topology(
         DEFAULT_TOPOLOGY.tiers, (Budget(RACK_TIER, "storageRead", 24 << 30, mode == "required"),)
@@ -297,10 +307,7 @@ def budget(mode: str) -> Topology:
 def test_a_job_goes_to_a_rack_with_budget_left_though_a_fuller_node_is_elsewhere(
     mode: str, placed: set[str]
 ) -> None:
-    reads = {"gangplank.io/storage-read": "8Gi"}
-    running = [
-        pod(f"run{i}", node="r1-0", gpu=2, phase="Running", annotations=reads) for i in range(3)
-    ]
+    reads, running = READS, readers_on_r1_0()
     _, attempt = plan(
         racks({"r1": 1, "r2": 1}), reading(gang_pods("g", 1, gpu=2), **reads), budget(mode), running
     )
@@ -308,10 +315,7 @@ def test_a_job_goes_to_a_rack_with_budget_left_though_a_fuller_node_is_elsewhere
 
 
 def test_a_preferred_budget_gives_way_when_nothing_else_fits_and_a_required_one_does_not() -> None:
-    reads = {"gangplank.io/storage-read": "8Gi"}
-    running = [
-        pod(f"run{i}", node="r1-0", gpu=2, phase="Running", annotations=reads) for i in range(3)
-    ]
+    reads, running = READS, readers_on_r1_0()
     members = reading(gang_pods("g", 1, gpu=2), **reads)
     _, attempt = plan(racks({"r1": 1}), members, budget("preferred"), running)
     assert list(attempt.assignments.values()) == ["r1-0"]
@@ -370,10 +374,7 @@ def test_a_plain_pod_scores_as_before_where_data_is_cached() -> None:
 
 
 def test_a_single_pod_scores_a_rack_with_budget_left_over_a_fuller_node_in_a_full_rack() -> None:
-    reads = {"gangplank.io/storage-read": "8Gi"}
-    running = [
-        pod(f"run{i}", node="r1-0", gpu=2, phase="Running", annotations=reads) for i in range(3)
-    ]
+    reads, running = READS, readers_on_r1_0()
     cluster = Cluster(nodes=racks({"r1": 1, "r2": 1}), pods=running)
     asking = pod_from_api(pod("p", gpu=2, annotations=reads))
     scores = engine_with(budget("preferred")).scores(cluster.snap(), asking, ["r1-0", "r2-0"])
@@ -396,10 +397,7 @@ def test_a_single_pod_that_requires_its_data_passes_only_the_nodes_that_cache_it
 
 
 def test_a_single_pod_is_refused_the_racks_a_required_budget_has_no_room_for() -> None:
-    reads = {"gangplank.io/storage-read": "8Gi"}
-    running = [
-        pod(f"run{i}", node="r1-0", gpu=2, phase="Running", annotations=reads) for i in range(3)
-    ]
+    reads, running = READS, readers_on_r1_0()
     cluster = Cluster(nodes=racks({"r1": 2, "r2": 1}), pods=running)
     asking = pod_from_api(pod("p", gpu=2, annotations=reads))
     result = engine_with(budget("required")).filter(
