@@ -407,3 +407,13 @@ def test_a_single_pod_is_refused_the_racks_a_required_budget_has_no_room_for() -
     assert result.unresolvable["r1-1"] == (
         "rack r1 storageRead budget 24Gi/s: 24Gi/s in use, this job needs 8Gi/s"
     )
+
+
+def test_a_cluster_without_gpus_still_scores_a_pod_nearest_its_data_first() -> None:
+    cached = {"data.gangplank.io/logs": "cached"}
+    cluster = Cluster(nodes=[node("a", gpu=0), node("b", gpu=0, labels=cached)])
+    asking = pod_from_api(pod("p", annotations={"gangplank.io/dataset": "logs"}))
+    assert engine_with().scores(cluster.snap(), asking, ["a", "b"]).table(["a", "b"]) == {
+        "a": 9,
+        "b": 10,
+    }
