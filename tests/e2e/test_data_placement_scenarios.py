@@ -38,6 +38,16 @@ def reading(members: list[dict[str, Any]], **notes: str) -> list[dict[str, Any]]
     return members
 
 
+def placed_gang(api: FakeApiServer, members: list[dict[str, Any]]) -> dict[str, str]:
+    """Where gangplank and the stand-in scheduler put the gang `members` (pod -> node)."""
+    with Extender(api) as extender:
+        scheduler = KubeScheduler(api, extender)
+        for member in members:
+            api.put("pods", member)
+        scheduler.settle()
+        return scheduler.bound(members[0]["metadata"]["labels"]["gangplank.io/gang"])
+
+
 def racks_of(placed: dict[str, str]) -> set[str]:
     return {name.split("-")[0] for name in placed.values()}
 
@@ -68,14 +78,9 @@ def test_a_gang_whose_dataset_is_cached_in_one_rack_lands_in_that_rack(
 ) -> None:
     # Three equal racks: without its data the gang would take the first, r1.
     put_racks(api, 3, 4, {"r2-1": cached, "r2-3": cached})
-    with Extender(api) as extender:
-        scheduler = KubeScheduler(api, extender)
-        for member in reads(gang_pods("train", 4, gpu=8)):
-            api.put("pods", member)
-        scheduler.settle()
-        placed = scheduler.bound("train")
-        assert len(placed) == 4
-        assert racks_of(placed) == {"r2"}, placed
+    placed = placed_gang(api, reads(gang_pods("train", 4, gpu=8)))
+    assert len(placed) == 4
+    assert racks_of(placed) == {"r2"}, placed
 
 
 def test_a_preferred_dataset_whose_rack_is_full_lets_the_gang_run_in_another_rack(
@@ -84,14 +89,9 @@ def test_a_preferred_dataset_whose_rack_is_full_lets_the_gang_run_in_another_rac
     put_racks(api, 2, 4, {"r2-0": CACHED})
     for i in range(2):
         api.put("pods", pod(f"busy-{i}", node=f"r2-{i}", gpu=8, phase="Running"))
-    with Extender(api) as extender:
-        scheduler = KubeScheduler(api, extender)
-        for member in named_on_it(gang_pods("train", 4, gpu=8)):
-            api.put("pods", member)
-        scheduler.settle()
-        placed = scheduler.bound("train")
-        assert len(placed) == 4
-        assert racks_of(placed) == {"r1"}, "r2 has room for 2 of 4: the gang runs in r1"
+    placed = placed_gang(api, named_on_it(gang_pods("train", 4, gpu=8)))
+    assert len(placed) == 4
+    assert racks_of(placed) == {"r1"}, "r2 has room for 2 of 4: the gang runs in r1"
 
 
 def test_a_required_dataset_cached_only_on_full_nodes_waits_with_a_reason_naming_it(
@@ -159,28 +159,34 @@ def test_a_rack_budget_of_3_data_hungry_jobs_admits_the_fourth_into_another_rack
         assert racks_of(fourth) != {next(iter(first)).split("-")[0]}, "the full rack's budget"
 
 
-def test_with_a_required_budget_a_job_waits_when_no_rack_has_budget_left(
-    api: FakeApiServer,
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        (
+            "required",
+            "gang default/job6: no rack has storageRead budget left (rack r1 storageRead "
+            "budget 24Gi/s: 24Gi/s in use, this job needs 8Gi/s)",
+        ),
+        ("preferred", None),
+    ],
+    ids=[
+        "a required budget: the job waits, the reason names the rack and its figures",
+        "a preferred budget: the job runs in an over-budget rack, nothing else fits",
+    ],
+)
+def test_once_every_rack_is_at_its_budget_the_next_job(
+    api: FakeApiServer, mode: str, reason: str | None
 ) -> None:
     put_racks(api, 2, 2, {})
-    with Extender(api, policy=budget_policy("required")) as extender:
+    with Extender(api, policy=budget_policy(mode)) as extender:
         scheduler = KubeScheduler(api, extender)
         run_jobs(api, scheduler, [f"job{i}" for i in range(6)])
         assert all(len(scheduler.bound(f"job{i}")) == 1 for i in range(6))
-        hungry_job(api, "job6")
-        scheduler.settle()
-        assert scheduler.bound("job6") == {}, "GPUs are free, storage links are not"
-        assert scheduler.reasons["default/job6-0"] == (
-            "gang default/job6: no rack has storageRead budget left (rack r1 storageRead "
-            "budget 24Gi/s: 24Gi/s in use, this job needs 8Gi/s)"
-        )
-
-
-def test_with_a_preferred_budget_a_job_uses_an_over_budget_rack_when_nothing_else_fits(
-    api: FakeApiServer,
-) -> None:
-    put_racks(api, 2, 2, {})
-    with Extender(api, policy=budget_policy("preferred")) as extender:
-        scheduler = KubeScheduler(api, extender)
-        run_jobs(api, scheduler, [f"job{i}" for i in range(7)])
-        assert all(len(scheduler.bound(f"job{i}")) == 1 for i in range(7))
+        if reason is None:
+            run_jobs(api, scheduler, ["job6"])
+            assert len(scheduler.bound("job6")) == 1
+        else:
+            hungry_job(api, "job6")
+            scheduler.settle()
+            assert scheduler.bound("job6") == {}, "GPUs are free, storage links are not"
+            assert scheduler.reasons["default/job6-0"] == reason
