@@ -417,3 +417,16 @@ def test_a_cluster_without_gpus_still_scores_a_pod_nearest_its_data_first() -> N
         "a": 9,
         "b": 10,
     }
+
+
+def test_a_job_no_rack_in_budget_has_room_for_names_the_racks_left_out_over_budget() -> None:
+    full = [pod("full", node="r2-0", gpu=8, phase="Running")]
+    members = reading(gang_pods("g", 1, gpu=2), **READS)
+    _, attempt = plan(
+        racks({"r1": 1, "r2": 1}), members, budget("required"), [*readers_on_r1_0(), *full]
+    )
+    assert attempt.reason.startswith("needs 1 pod of 2 nvidia.com/gpu")
+    assert attempt.reason.endswith(
+        "; 1 rack left out over their storageRead budget (rack r1 storageRead budget 24Gi/s: "
+        "24Gi/s in use, this job needs 8Gi/s)"
+    )
