@@ -107,33 +107,44 @@ def caches(node: NodeInfo, dataset: Dataset) -> bool:
     return any(labels.get(key) == value for key, value in dataset.labels)
 
 
-_memo: dict[tuple[object, ...], object] = {}
+_memo: dict[tuple[object, ...], tuple[int, object]] = {}
 _memo_lock = threading.Lock()
 
 
-def _kept(snapshot: Snapshot, key: tuple[object, ...]) -> tuple[object, ...] | None:
+def _kept(snapshot: Snapshot, key: tuple[object, ...]) -> tuple[tuple[object, ...] | None, object]:
+    """The memo's key for `key` on `snapshot` (None: not kept) and what it holds (None: nothing)
+    for this set of nodes. A view of some of the store's nodes (a trial of preemption) keeps the
+    generation: it is worked out on its own, as `topology.domains` does."""
     if snapshot.node_generation < 0:
-        return None
-    return (snapshot.origin, snapshot.node_generation, *key)
+        return None, None
+    kept = (snapshot.origin, snapshot.node_generation, *key)
+    found = _memo.get(kept)
+    if found is not None and found[0] == len(snapshot.nodes):
+        return kept, found[1]
+    return kept, None
 
 
-def _remember(key: tuple[object, ...] | None, value: object) -> None:
+def _remember(snapshot: Snapshot, key: tuple[object, ...] | None, value: object) -> None:
+    """Keep `value` for the whole set of nodes: the largest set seen for the generation."""
     if key is None:
         return
+    count = len(snapshot.nodes)
     with _memo_lock:
+        found = _memo.get(key)
+        if found is not None and found[0] >= count:
+            return
         if len(_memo) >= LIMIT:
             _memo.clear()
-        _memo[key] = value
+        _memo[key] = (count, value)
 
 
 def cached_on(snapshot: Snapshot, dataset: Dataset) -> tuple[str, ...]:
     """The nodes of `snapshot` that cache `dataset`, by name."""
-    key = _kept(snapshot, ("cached", dataset))
-    known = _memo.get(key) if key is not None else None
+    key, known = _kept(snapshot, ("cached", dataset))
     if isinstance(known, tuple):
         return known
     names = tuple(sorted(n.name for n in snapshot.nodes.values() if caches(n, dataset)))
-    _remember(key, names)
+    _remember(snapshot, key, names)
     return names
 
 
@@ -148,8 +159,7 @@ def locality(
 ) -> dict[str, int]:
     """Rank of each node by closeness to the data: 0 where it is cached, then by tier (see the
     module's docstring); nodes far from every copy are left out (rank `far(topology)`)."""
-    key = _kept(snapshot, ("rank", need.datasets, topology))
-    known = _memo.get(key) if key is not None else None
+    key, known = _kept(snapshot, ("rank", need.datasets, topology))
     if isinstance(known, dict):
         return known
     nodes = snapshot.nodes
@@ -158,7 +168,7 @@ def locality(
         used = [nodes[name] for name in cached_on(snapshot, dataset) if name in nodes]
         for name, rank in near_nodes(snapshot, used, topology).items():
             ranks[name] = min(rank, ranks.get(name, rank))
-    _remember(key, ranks)
+    _remember(snapshot, key, ranks)
     return ranks
 
 

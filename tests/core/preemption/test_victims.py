@@ -248,3 +248,27 @@ def test_a_gang_already_running_short_is_chosen_before_a_whole_one_is_cut() -> N
     preemption = Engine().preemption
     assert preemption.plan(snap, "gangplank:default/urgent", waiting, 4, None, NOW, None, None)
     assert [e.job for e in preemption.evictions.pending] == ["gangplank:default/low-a"] * 2
+
+
+def test_a_gang_that_requires_its_data_evicts_where_it_is_cached_though_another_node_is_free() -> (
+    None
+):
+    cached = {"data.gangplank.io/imagenet": "cached"}
+    c = Cluster(
+        nodes=[node("a0", labels=cached), node("b0")],
+        pods=[on(pod("low-0", gpu=8), "a0")],
+    )
+    waiting = gang_pods("ring", 1, gpu=8, priority=100)
+    notes = {"gangplank.io/dataset": "imagenet", "gangplank.io/dataset-policy": "required"}
+    for member in waiting:
+        member["metadata"]["annotations"].update(notes)
+    snap = c.snap()
+    pods = [pod_from_api(p) for p in waiting]
+    candidates = priority_candidates(running_jobs(snap, lambda p: None), None, 100, defaults, NOW)
+    engine = Engine()
+    planner = engine.preemption._planner(
+        Cluster(nodes=[], pods=waiting).snap(), "gangplank:default/ring"
+    )
+    found = find_victims(snap, pods, 1, engine.placer.free_of(None), candidates, NOW, None, planner)
+    assert found is not None and [j.key for j in found.victims] == ["pod:default/low-0"]
+    assert found.assignments == {pods[0].uid: "a0"}
