@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -41,6 +42,7 @@ FREE = 25  # nodes with all their GPUs free: where the 8-GPU pod of the check fi
 PER_NODE = 28  # 140,000 pods on 5,000 nodes
 PAGE = 500  # the reflector's page size
 TARGET_SECONDS, TARGET_MIB = 30.0, 1024.0
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def node(index: int) -> dict[str, Any]:
@@ -167,6 +169,18 @@ def rss_mib(pid: int, field: str = "VmRSS") -> float:
     return 0.0
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds the processes `pids` have used so far."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
+
+
 def family(pid: int) -> list[int]:
     children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
     return [pid, *(int(c) for c in children.stdout.split())]
@@ -243,10 +257,13 @@ def one_round(
                 raise RuntimeError("gangplank did not answer the filter correctly within 600 s")
             time.sleep(0.1)
         correct_at = time.monotonic() - start
+        cpu = cpu_seconds(family(process.pid))
         mib = peak.stop()
         time.sleep(1.0)  # settled: what it holds while serving
         held = sum(rss_mib(p) for p in family(process.pid))
-    return {"ready": ready_at, "correct": correct_at, "peak": mib, "held": held}
+    load = os.getloadavg()[0]
+    return {"ready": ready_at, "correct": correct_at, "cpu": cpu, "peak": mib, "held": held,
+            "load": load}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,8 +290,9 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run)
             print(
                 f"round {i + 1}: ready {run['ready']:.1f} s, answers correctly "
-                f"{run['correct']:.1f} s, memory peak {run['peak']:.0f} MiB, held "
-                f"{run['held']:.0f} MiB",
+                f"{run['correct']:.1f} s ({run['cpu']:.1f} s of CPU), memory peak "
+                f"{run['peak']:.0f} MiB, held {run['held']:.0f} MiB; the machine's load average "
+                f"{run['load']:.1f}",
                 flush=True,
             )
     correct = statistics.median(r["correct"] for r in runs)
@@ -282,10 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "meets" if correct < TARGET_SECONDS and peak < TARGET_MIB else "MISSES"
     line = (
         f"restart to a correct answer, {args.nodes:,} nodes and {args.pods:,} pods: median "
-        f"{correct:.1f} s (ready {statistics.median(r['ready'] for r in runs):.1f} s), memory peak "
+        f"{correct:.1f} s (ready {statistics.median(r['ready'] for r in runs):.1f} s; "
+        f"{statistics.median(r['cpu'] for r in runs):.1f} s of gangplank's CPU), memory peak "
         f"{peak:.0f} MiB (gunicorn master and worker) — target < {TARGET_SECONDS:.0f} s and < "
         f"{TARGET_MIB:.0f} MiB: {verdict}; Volcano #5819: 8 minutes to the first bind at this "
-        f"size; the fake API server's own lists {own:.1f} s of it"
+        f"size; the fake API server's own lists {own:.1f} s of it; load average "
+        f"{statistics.median(r['load'] for r in runs):.1f} on {os.cpu_count()} cores"
     )
     print(line)
     rows.append(f"- {line}")
