@@ -26,6 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import orjson
+
 KIND_PATHS = {
     "/api/v1/nodes": "nodes",
     "/api/v1/pods": "pods",
@@ -397,7 +399,7 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _json(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
+            data = orjson.dumps(body)  # a benchmark's lists of 140,000 pods: 5x json's speed
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
