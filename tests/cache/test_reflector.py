@@ -109,6 +109,20 @@ def test_a_large_list_is_read_in_pages(api: FakeApiServer) -> None:
     assert len(api.list_calls("pods")) == 3
 
 
+def test_a_cluster_loaded_before_anyone_watched_is_listed_in_pages_and_then_watched(
+    api: FakeApiServer,
+) -> None:
+    api.load("pods", [pod(f"p{i}", node="n1", phase="Running") for i in range(25)])
+    with Running(api, page_size=10) as r:
+        assert len(r.pod_names()) == 25
+        api.put("pods", pod("late", node="n1", phase="Running"))
+        wait_for(lambda: "late" in r.pod_names(), what="the pod put after the list, watched")
+        api.delete("pods", "default", "p3")
+        wait_for(lambda: "p3" not in r.pod_names(), what="the deletion, watched")
+    with Running(api, page_size=10) as again:  # the next list sees both changes
+        assert len(again.pod_names()) == 25 and "late" in again.pod_names()
+
+
 def test_a_bookmark_moves_the_resource_version_used_to_reconnect(api: FakeApiServer) -> None:
     with Running(api) as r:
         wait_for(lambda: len(api.watch_calls("pods")) == 1)
