@@ -1,0 +1,98 @@
+"""Usage history: decayed resource-seconds per queue, bounded by the window, kept on restart."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from extender.core.queues.usage_history import UsageHistory
+
+DAY = 86400.0
+GPU = "nvidia.com/gpu"
+
+
+def run(
+    history: UsageHistory, gpus: int, hours: int, start: float = 0.0, step: float = 3600.0
+) -> float:
+    now = start
+    history.sample(now, {"a": {GPU: gpus}})
+    for _ in range(int(hours * 3600.0 / step)):
+        now += step
+        history.sample(now, {"a": {GPU: gpus}})
+    return now
+
+
+@pytest.mark.parametrize(
+    ("step", "start"),
+    [(3600.0, 0.0), (60.0, 0.0), (1800.0, 1000.0)],
+    ids=["sampled on the hour", "sampled every minute", "sampled off the hour boundaries"],
+)
+def test_an_hour_of_eight_gpus_is_eight_gpu_hours_before_decay_counts(
+    step: float, start: float
+) -> None:
+    history = UsageHistory(half_life=1e12, window=7 * DAY)
+    now = run(history, 8, 2, start=start, step=step)
+    assert history.decayed(now)["a"][GPU] == pytest.approx(8 * 3600.0 * 2, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("later", "fraction"),
+    [(DAY, 0.5), (2 * DAY, 0.25), (1800.0, 0.5 ** (1 / 48))],
+    ids=[
+        "a day later at a half-life of a day, half of it counts",
+        "two days later, a quarter",
+        "half an hour later, a 48th of a halving (the bucket does not round the age)",
+    ],
+)
+def test_usage_halves_every_half_life(later: float, fraction: float) -> None:
+    history = UsageHistory(half_life=DAY, window=7 * DAY)
+    now = run(history, 1, 1)
+    first = history.decayed(now)["a"][GPU]
+    assert history.decayed(now + later)["a"][GPU] == pytest.approx(first * fraction)
+
+
+def test_a_queue_that_always_held_eight_gpus_averages_eight() -> None:
+    history = UsageHistory(half_life=3600.0, window=7 * DAY)
+    now = run(history, 8, 48, step=600.0)
+    assert history.average(now)["a"][GPU] == pytest.approx(8.0, rel=1e-3)
+    assert history.decayed(now)["a"][GPU] == pytest.approx(8 * 3600.0 / math.log(2), rel=1e-3)
+
+
+def test_usage_older_than_the_window_is_forgotten() -> None:
+    history = UsageHistory(half_life=DAY, window=DAY)
+    now = run(history, 4, 2)
+    history.sample(now + 3 * DAY, {})
+    assert history.decayed(now + 3 * DAY) == {}
+
+
+def test_a_pause_longer_than_a_bucket_counts_one_bucket_of_use_not_the_whole_gap() -> None:
+    history = UsageHistory(half_life=1e12, window=7 * DAY)
+    history.sample(0.0, {})
+    history.sample(10 * 3600.0, {"a": {GPU: 2}})
+    assert history.decayed(10 * 3600.0)["a"][GPU] == pytest.approx(2 * 3600.0)
+
+
+def test_a_half_life_of_zero_keeps_no_history() -> None:
+    history = UsageHistory(half_life=0, window=7 * DAY)
+    now = run(history, 4, 3)
+    assert history.decayed(now) == {}
+    assert history.average(now) == {}
+
+
+def test_the_record_written_to_the_cluster_reads_back_the_same_history() -> None:
+    history = UsageHistory(half_life=DAY, window=7 * DAY)
+    now = run(history, 4, 5, step=900.0)
+    again = UsageHistory(half_life=DAY, window=7 * DAY)
+    again.restore(history.to_record())
+    assert again.decayed(now) == history.decayed(now)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [{}, {"bucketSeconds": 60, "buckets": {}}, {"bucketSeconds": 3600, "buckets": {"x": {}}}],
+    ids=["an empty record", "another bucket size", "a bucket that is not a number"],
+)
+def test_a_record_that_is_not_a_history_is_refused_with_the_reason(record: dict) -> None:
+    with pytest.raises(ValueError, match="not a usage history record"):
+        UsageHistory(half_life=DAY, window=DAY).restore(record)
