@@ -25,17 +25,29 @@ Amounts = dict[str, dict[str, float]]  # queue -> resource -> amount
 
 @dataclass
 class UsageHistory:
-    """Decayed resource-seconds per queue and resource (half_life 0: no history is kept)."""
+    """Decayed resource-seconds per queue and resource (half_life 0: no history is kept).
+
+    Besides the buckets (the window, and what is persisted) it keeps each queue's sum of the
+    buckets decayed to a reference time, so that the decayed usage at any `now` is one
+    multiplication per queue and resource, not a walk over a week of buckets."""
 
     half_life: float
     window: float
     bucket: float = BUCKET_SECONDS
     _buckets: dict[int, Amounts] = field(default_factory=dict)
     _last: float | None = None
+    _ref: float = 0.0  # the sums below are decayed to this time
+    _sums: Amounts = field(default_factory=dict)
 
     @property
     def on(self) -> bool:
         return self.half_life > 0
+
+    def set_rates(self, half_life: float, window: float) -> None:
+        """A new policy's half-life and window; the buckets kept are kept."""
+        if (half_life, window) != (self.half_life, self.window):
+            self.half_life, self.window = half_life, window
+            self._resum()
 
     def sample(self, now: float, use: Mapping[str, Mapping[str, int]]) -> None:
         """Record that each queue has used `use` since the last sample (the first only starts
@@ -49,43 +61,62 @@ class UsageHistory:
         last = max(last, now - self.bucket)
         seconds = now - last
         start = int(last // self.bucket)
+        if not self._buckets:
+            self._ref = start * self.bucket
         # Decayed to the bucket's start from the interval's middle: exact for a steady use.
         lift = 0.5 ** -((last + seconds / 2 - start * self.bucket) / self.half_life)
+        to_ref = 0.5 ** ((self._ref - start * self.bucket) / self.half_life)
         slot = self._buckets.setdefault(start, {})
         for queue, amounts in use.items():
             totals: dict[str, float] | None = None
+            sums: dict[str, float] | None = None
             for resource, amount in amounts.items():
                 if amount > 0:
-                    totals = slot.setdefault(queue, {}) if totals is None else totals
-                    totals[resource] = totals.get(resource, 0.0) + amount * seconds * lift
+                    if totals is None or sums is None:
+                        totals = slot.setdefault(queue, {})
+                        sums = self._sums.setdefault(queue, {})
+                    added = amount * seconds * lift
+                    totals[resource] = totals.get(resource, 0.0) + added
+                    sums[resource] = sums.get(resource, 0.0) + added * to_ref
         oldest = (now - self.window) // self.bucket
-        for old in [s for s in self._buckets if s < oldest]:
+        dropped = [s for s in self._buckets if s < oldest]
+        for old in dropped:
             del self._buckets[old]
+        if dropped or (now - self._ref) > 200 * self.half_life:
+            self._resum()
 
-    def decayed(self, now: float) -> Amounts:
-        """Each queue's decayed resource-seconds at `now`, per resource."""
-        out: Amounts = {}
-        if not self.on:
-            return out
+    def _resum(self) -> None:
+        """The sums again from the buckets, decayed to the oldest bucket's start."""
+        self._sums = {}
+        if not self._buckets or not self.on:
+            return
+        self._ref = min(self._buckets) * self.bucket
         for start, slot in self._buckets.items():
-            age = now - start * self.bucket
-            if age > self.window + self.bucket:
-                continue
-            factor = 0.5 ** (max(0.0, age) / self.half_life)
+            factor = 0.5 ** ((self._ref - start * self.bucket) / self.half_life)
             for queue, totals in slot.items():
-                sums = out.setdefault(queue, {})
+                sums = self._sums.setdefault(queue, {})
                 for resource, amount in totals.items():
                     sums[resource] = sums.get(resource, 0.0) + amount * factor
-        return out
+
+    def decayed(self, now: float) -> Amounts:
+        """Each queue's decayed resource-seconds at `now`, per resource (the buckets up to
+        `now`; those dropped at the last sample no longer count)."""
+        if not self.on:
+            return {}
+        factor = 0.5 ** ((now - self._ref) / self.half_life)
+        return {
+            queue: {r: amount * factor for r, amount in sums.items()}
+            for queue, sums in self._sums.items()
+        }
 
     def average(self, now: float) -> Amounts:
         """Each queue's decayed use at `now` as an amount (decayed resource-seconds over the
         decay's mean lifetime): what the fair order adds to its current use."""
         if not self.on:
             return {}
-        lifetime = self.half_life / math.log(2)
+        per_second = math.log(2) / self.half_life
         return {
-            queue: {r: amount / lifetime for r, amount in sums.items()}
+            queue: {r: amount * per_second for r, amount in sums.items()}
             for queue, sums in self.decayed(now).items()
         }
 
@@ -123,3 +154,4 @@ class UsageHistory:
                     sums[resource] = max(sums.get(resource, 0.0), amount)
         if last is not None and (self._last is None or last > self._last):
             self._last = last
+        self._resum()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -25,8 +26,13 @@ def run(
 
 @pytest.mark.parametrize(
     ("step", "start"),
-    [(3600.0, 0.0), (60.0, 0.0), (1800.0, 1000.0)],
-    ids=["sampled on the hour", "sampled every minute", "sampled off the hour boundaries"],
+    [(3600.0, 0.0), (60.0, 0.0), (1800.0, 1000.0), (600.0, 1.8e9)],
+    ids=[
+        "sampled on the hour",
+        "sampled every minute",
+        "sampled off the hour boundaries",
+        "sampled at today's clock (seconds since 1970)",
+    ],
 )
 def test_an_hour_of_eight_gpus_is_eight_gpu_hours_before_decay_counts(
     step: float, start: float
@@ -73,6 +79,13 @@ def test_a_pause_longer_than_a_bucket_counts_one_bucket_of_use_not_the_whole_gap
     assert history.decayed(10 * 3600.0)["a"][GPU] == pytest.approx(2 * 3600.0)
 
 
+def test_a_new_half_life_applies_to_the_usage_already_kept_from_its_bucket_start() -> None:
+    history = UsageHistory(half_life=1e12, window=7 * DAY)
+    now = run(history, 1, 1)
+    history.set_rates(3600.0, 7 * DAY)
+    assert history.decayed(now + 3600.0)["a"][GPU] == pytest.approx(3600.0 * 0.25)
+
+
 def test_a_half_life_of_zero_keeps_no_history() -> None:
     history = UsageHistory(half_life=0, window=7 * DAY)
     now = run(history, 4, 3)
@@ -93,6 +106,6 @@ def test_the_record_written_to_the_cluster_reads_back_the_same_history() -> None
     [{}, {"bucketSeconds": 60, "buckets": {}}, {"bucketSeconds": 3600, "buckets": {"x": {}}}],
     ids=["an empty record", "another bucket size", "a bucket that is not a number"],
 )
-def test_a_record_that_is_not_a_history_is_refused_with_the_reason(record: dict) -> None:
+def test_a_record_that_is_not_a_history_is_refused_with_the_reason(record: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="not a usage history record"):
         UsageHistory(half_life=DAY, window=DAY).restore(record)
