@@ -43,6 +43,11 @@ class UsageHistory:
     def on(self) -> bool:
         return self.half_life > 0
 
+    @property
+    def last(self) -> float | None:
+        """The last sample's time (None before the first)."""
+        return self._last
+
     def set_rates(self, half_life: float, window: float) -> None:
         """A new policy's half-life and window; the buckets kept are kept."""
         if (half_life, window) != (self.half_life, self.window):
