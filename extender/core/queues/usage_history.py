@@ -18,7 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 BUCKET_SECONDS = 3600.0
+RECORD_LIMIT = 900_000  # bytes of JSON at most (a ConfigMap holds 1 MiB)
+RECORD_VERSION = 1
 
 Amounts = dict[str, dict[str, float]]  # queue -> resource -> amount
 
@@ -126,37 +130,65 @@ class UsageHistory:
         }
 
     # ---- persistence (a ConfigMap's data, written by the leader) ---------------------------
-    def to_record(self) -> dict[str, Any]:
-        """What is written to the cluster: the buckets and the last sample's time."""
+    def to_record(self, limit: int = RECORD_LIMIT) -> dict[str, Any]:
+        """What is written to the cluster: the buckets (merged into coarser ones as needed for
+        the JSON to stay under `limit` bytes, a ConfigMap holding 1 MiB), each queue's amounts
+        in the order of `resources`, and the last sample's time."""
+        size = self.bucket
+        while True:
+            record = self._record(size)
+            if len(orjson.dumps(record)) <= limit or size >= self.window:
+                return record
+            size *= 2
+
+    def _record(self, size: float) -> dict[str, Any]:
+        resources = sorted({r for slot in self._buckets.values() for t in slot.values() for r in t})
+        merged: dict[float, dict[str, list[float]]] = {}
+        for start, slot in self._buckets.items():
+            begins = start * self.bucket
+            coarse = begins // size * size
+            lift = 0.5 ** -((begins - coarse) / self.half_life) if self.on else 1.0
+            into = merged.setdefault(coarse, {})
+            for queue, totals in slot.items():
+                row = into.setdefault(queue, [0.0] * len(resources))
+                for i, resource in enumerate(resources):
+                    row[i] += totals.get(resource, 0.0) * lift
         return {
-            "bucketSeconds": self.bucket,
+            "version": RECORD_VERSION,
+            "bucketSeconds": size,
             "last": self._last,
-            "buckets": {str(start): slot for start, slot in sorted(self._buckets.items())},
+            "resources": resources,
+            "buckets": {
+                f"{start:.0f}": {q: [float(f"{a:.6g}") for a in row] for q, row in slot.items()}
+                for start, slot in sorted(merged.items())
+            },
         }
 
     def restore(self, record: Mapping[str, Any]) -> None:
-        """Take the buckets of a record `to_record` wrote (ValueError when it is not one); what
-        this process sampled since it started is kept too."""
+        """The buckets of a record `to_record` wrote, in place of this process's (it has sampled
+        seconds since it started or took the Lease; the record, all the time before); ValueError
+        saying why when it is not such a record."""
         try:
-            if float(record["bucketSeconds"]) != self.bucket:
-                raise ValueError(f"bucket of {record['bucketSeconds']}s, not {self.bucket:g}s")
-            buckets = {
-                int(start): {
-                    str(q): {str(r): float(a) for r, a in totals.items()}
-                    for q, totals in slot.items()
+            if record.get("version") != RECORD_VERSION:
+                raise ValueError(f"version {record.get('version')!r}, not {RECORD_VERSION}")
+            size = float(record["bucketSeconds"])
+            if size < self.bucket or size % self.bucket:
+                raise ValueError(f"buckets of {size:g}s, not a multiple of {self.bucket:g}s")
+            resources = [str(r) for r in record["resources"]]
+            buckets: dict[int, Amounts] = {}
+            for begins, slot in record["buckets"].items():
+                start = float(begins)
+                if start % size:
+                    raise ValueError(f"a bucket starts at {begins}, not on a {size:g}s boundary")
+                buckets[int(start // self.bucket)] = {
+                    str(q): {r: float(a) for r, a in zip(resources, row, strict=True) if a}
+                    for q, row in slot.items()
                 }
-                for start, slot in record["buckets"].items()
-            }
             last = record.get("last")
             last = None if last is None else float(last)
         except (KeyError, TypeError, AttributeError, ValueError) as err:
             raise ValueError(f"not a usage history record: {err}") from None
-        for start, slot in buckets.items():
-            mine = self._buckets.setdefault(start, {})
-            for queue, totals in slot.items():
-                sums = mine.setdefault(queue, {})
-                for resource, amount in totals.items():
-                    sums[resource] = max(sums.get(resource, 0.0), amount)
-        if last is not None and (self._last is None or last > self._last):
+        self._buckets = buckets
+        if self._last is None:
             self._last = last
         self._resum()

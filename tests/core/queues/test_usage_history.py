@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import orjson
 import pytest
 
 from extender.core.queues.usage_history import UsageHistory
@@ -97,14 +98,46 @@ def test_the_record_written_to_the_cluster_reads_back_the_same_history() -> None
     history = UsageHistory(half_life=DAY, window=7 * DAY)
     now = run(history, 4, 5, step=900.0)
     again = UsageHistory(half_life=DAY, window=7 * DAY)
-    again.restore(history.to_record())
-    assert again.decayed(now) == history.decayed(now)
+    again.restore(orjson.loads(orjson.dumps(history.to_record())))
+    assert again.decayed(now)["a"][GPU] == pytest.approx(history.decayed(now)["a"][GPU], rel=1e-5)
+
+
+def test_a_record_too_large_for_a_configmap_merges_buckets_and_keeps_the_decayed_usage() -> None:
+    history = UsageHistory(half_life=DAY, window=7 * DAY)
+    now = 0.0
+    history.sample(now, {})
+    for _ in range(7 * 24):
+        now += 3600.0
+        history.sample(now, {f"team-{i}": {GPU: 8, "cpu": 64} for i in range(100)})
+    small = history.to_record(limit=60_000)
+    assert small["bucketSeconds"] > 3600.0
+    again = UsageHistory(half_life=DAY, window=7 * DAY)
+    again.restore(small)
+    for queue in ("team-0", "team-99"):
+        assert again.decayed(now)[queue][GPU] == pytest.approx(history.decayed(now)[queue][GPU])
+
+
+RECORD = {"version": 1, "bucketSeconds": 3600, "resources": [GPU], "buckets": {}}
 
 
 @pytest.mark.parametrize(
     "record",
-    [{}, {"bucketSeconds": 60, "buckets": {}}, {"bucketSeconds": 3600, "buckets": {"x": {}}}],
-    ids=["an empty record", "another bucket size", "a bucket that is not a number"],
+    [
+        {},
+        {**RECORD, "version": 2},
+        {**RECORD, "bucketSeconds": 60},
+        {**RECORD, "buckets": {"x": {}}},
+        {**RECORD, "buckets": {"1800": {}}},
+        {**RECORD, "buckets": {"3600": {"a": [1.0, 2.0]}}},
+    ],
+    ids=[
+        "an empty record",
+        "a later version",
+        "buckets shorter than an hour",
+        "a bucket that is not a time",
+        "a bucket off its boundary",
+        "more amounts than resources",
+    ],
 )
 def test_a_record_that_is_not_a_history_is_refused_with_the_reason(record: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="not a usage history record"):
