@@ -284,12 +284,14 @@ class QueueBook:
         s, g = self.state[queue], self.guarantee[queue]
         return {k: a - s.used.get(k, 0) for k, a in g.items() if a > s.used.get(k, 0)}
 
-    def share(self, queue: str, extra: Mapping[str, int] | None = None) -> float:
+    def share(
+        self, queue: str, extra: Mapping[str, int] | None = None, history: bool = True
+    ) -> float:
         """Dominant-resource share against the queue's weight (lower goes first): of its
-        current use, `extra`, and its decayed past use when the policy keeps a history
-        (docs/fairness.md)."""
+        current use, `extra`, and its decayed past use when the policy keeps a history (and
+        `history`: False for the share on current use alone; docs/fairness.md)."""
         used = self.state[queue].used
-        past = self.past.get(queue, {})
+        past = self.past.get(queue, {}) if history else {}
         best = 0.0
         for resource, total in self.capacity.items():
             if resource not in self.tracked or total <= 0:
