@@ -265,7 +265,8 @@ class Engine:
     def _update_past(self) -> None:
         if self.book is not None:
             known = self.history.on and not self.history_lost
-            self.book.past = self.history.average(self.now) if known else {}
+            now = max(self.now, self.history.last or 0.0)  # read back before any call
+            self.book.past = self.history.average(now) if known else {}
 
     # ---- what the adapters take and ask ------------------------------------------
     def take_notices(self) -> list[Notice]:

@@ -128,6 +128,9 @@ def test_the_new_leader_reads_the_history_back_and_keeps_the_order(
     research_is_behind(b)
     why = b.get("/why?pod=default/research-next")
     assert why["fairOrder"].startswith("queue research is behind queue vision: "), why
+    metrics = b.metrics()
+    assert 'gangplank_queue_decayed_usage{queue="research",resource="nvidia.com/gpu"} 9' in metrics
+    assert "gangplank_usage_history_up 1.0" in metrics
 
 
 def test_a_restarted_process_reads_the_history_back(

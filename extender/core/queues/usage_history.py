@@ -112,7 +112,8 @@ class UsageHistory:
         `now`; those dropped at the last sample no longer count)."""
         if not self.on:
             return {}
-        factor = 0.5 ** ((now - self._ref) / self.half_life)
+        # Not before the reference time (a clock that never told the engine: `now` 0).
+        factor = 0.5 ** (max(0.0, now - self._ref) / self.half_life)
         return {
             queue: {r: amount * factor for r, amount in sums.items()}
             for queue, sums in self._sums.items()

@@ -87,6 +87,13 @@ def test_a_new_half_life_applies_to_the_usage_already_kept_from_its_bucket_start
     assert history.decayed(now + 3600.0)["a"][GPU] == pytest.approx(3600.0 * 0.25)
 
 
+def test_asked_about_a_time_before_its_samples_it_answers_them_undecayed() -> None:
+    history = UsageHistory(half_life=DAY, window=7 * DAY)
+    now = run(history, 1, 1, start=1.8e9)
+    assert history.decayed(0.0)["a"][GPU] == pytest.approx(3600.0, rel=0.05)
+    assert now > 0
+
+
 def test_a_half_life_of_zero_keeps_no_history() -> None:
     history = UsageHistory(half_life=0, window=7 * DAY)
     now = run(history, 4, 3)
