@@ -106,7 +106,10 @@ class Extender:
             stale_after=stale_after,
             requeue_store=RequeueStore(client.CoreV1Api(bind_client), *requeue_configmap),
             history_store=RequeueStore(
-                client.CoreV1Api(bind_client), *HISTORY_CONFIGMAP, what="usage history"
+                client.CoreV1Api(bind_client),
+                *HISTORY_CONFIGMAP,
+                what="usage history",
+                flag="--usage-history-configmap",
             ),
             clock=clock,
         )

@@ -162,3 +162,22 @@ def test_a_history_that_cannot_be_read_falls_back_to_todays_order_and_says_so(
         wait(lambda: (kept(api) or {}).get("version") == 1, "a history of its own is kept")
         wait(lambda: "gangplank_usage_history_up 1.0" in alone.metrics(), "and used from then on")
         assert "usage history" not in alone.runtime.ready()[1]
+
+
+def test_a_history_the_api_server_refuses_is_not_overwritten_and_the_refusal_is_shown(
+    api: FakeApiServer, clock: Clock
+) -> None:
+    api.put("nodes", node("n0", gpu=8, cpu="64"))
+    api.state.forbidden_config_maps.add(HISTORY_CONFIGMAP[0])
+    with Extender(api, policy=POLICY, clock=clock) as alone:
+        said = (
+            "usage history cannot be read: cannot read usage history "
+            "gangplank/gangplank-usage-history: 403 Forbidden"
+        )
+        wait(lambda: said in alone.runtime.ready()[1], "said in /readyz's detail")
+        assert "--usage-history-configmap to that ConfigMap" in alone.runtime.ready()[1]
+        assert "the fair order is by current use alone meanwhile" in alone.runtime.ready()[1]
+        assert "gangplank_usage_history_up 0.0" in alone.metrics()
+        clock.offset += 61.0
+        time.sleep(0.5)  # passes run: none writes what it could not read
+        assert not [m for m, p in api.config_map_calls() if m != "GET" and "usage-history" in p]
