@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 BUCKET_SECONDS = 3600.0
 RECORD_LIMIT = 900_000  # bytes of JSON at most (a ConfigMap holds 1 MiB)
 RECORD_VERSION = 1
@@ -42,6 +40,8 @@ class UsageHistory:
     _last: float | None = None
     _ref: float = 0.0  # the sums below are decayed to this time
     _sums: Amounts = field(default_factory=dict)
+    # Merged buckets of the last record whose hours are all past (`to_record`).
+    _merged: dict[tuple[Any, ...], dict[str, list[int]]] = field(default_factory=dict)
 
     @property
     def on(self) -> bool:
@@ -88,11 +88,23 @@ class UsageHistory:
                     totals[resource] = totals.get(resource, 0.0) + added
                     sums[resource] = sums.get(resource, 0.0) + added * to_ref
         oldest = (now - self.window) // self.bucket
-        dropped = [s for s in self._buckets if s < oldest]
-        for old in dropped:
-            del self._buckets[old]
-        if dropped or (now - self._ref) > 200 * self.half_life:
-            self._resum()
+        for old in [s for s in self._buckets if s < oldest]:
+            self._forget(old)
+        if (now - self._ref) > 200 * self.half_life:
+            self._resum()  # the reference time moved on (the sums would grow out of floats)
+
+    def _forget(self, start: int) -> None:
+        """Bucket `start` out of the window: dropped, and taken out of the sums."""
+        factor = 0.5 ** ((self._ref - start * self.bucket) / self.half_life)
+        for queue, totals in self._buckets.pop(start).items():
+            sums = self._sums.get(queue)
+            if sums is None:
+                continue
+            for resource, amount in totals.items():
+                left = sums.get(resource, 0.0) - amount * factor
+                sums[resource] = left if left > 1e-9 * amount * factor else 0.0
+            if not any(sums.values()):
+                del self._sums[queue]
 
     def _resum(self) -> None:
         """The sums again from the buckets, decayed to the oldest bucket's start."""
@@ -134,36 +146,60 @@ class UsageHistory:
     def to_record(self, limit: int = RECORD_LIMIT) -> dict[str, Any]:
         """What is written to the cluster: the buckets (merged into coarser ones as needed for
         the JSON to stay under `limit` bytes, a ConfigMap holding 1 MiB), each queue's amounts
-        in the order of `resources`, and the last sample's time."""
-        size = self.bucket
-        while True:
-            record = self._record(size)
-            if len(orjson.dumps(record)) <= limit or size >= self.window:
-                return record
-            size *= 2
+        (whole resource-seconds) in the order of `resources`, and the last sample's time.
 
-    def _record(self, size: float) -> dict[str, Any]:
-        resources = sorted({r for slot in self._buckets.values() for t in slot.values() for r in t})
-        merged: dict[float, dict[str, list[float]]] = {}
-        for start, slot in self._buckets.items():
-            begins = start * self.bucket
-            coarse = begins // size * size
-            lift = 0.5 ** -((begins - coarse) / self.half_life) if self.on else 1.0
-            into = merged.setdefault(coarse, {})
-            for queue, totals in slot.items():
-                row = into.setdefault(queue, [0.0] * len(resources))
-                for i, resource in enumerate(resources):
-                    row[i] += totals.get(resource, 0.0) * lift
+        Made once a minute under the decision lock, so it is cheap: the merged size is chosen
+        from counts of rows, and a merged bucket whose hours are all past is merged once and
+        kept (only the current one is merged again)."""
+        resources = sorted({r for sums in self._sums.values() for r in sums})
+        queues = self._sums.keys()
+        row_bytes = 8 + 16 * len(resources) + sum(map(len, queues)) / max(1, len(queues))
+        size = self.bucket
+        while size < self.window:
+            per = size / self.bucket  # hourly buckets in one merged bucket, at most
+            rows = sum(min(len(slot) * per, len(queues)) for slot in self._buckets.values()) / per
+            if rows * row_bytes <= limit:
+                break
+            size *= 2
+        groups: dict[float, list[int]] = {}
+        for start in sorted(self._buckets):
+            groups.setdefault(start * self.bucket // size * size, []).append(start)
+        newest = max(self._buckets, default=None)
+        merged: dict[str, dict[str, list[int]]] = {}
+        kept: dict[tuple[Any, ...], dict[str, list[int]]] = {}
+        for coarse, starts in groups.items():
+            key = (size, coarse, starts[0], len(starts), tuple(resources), self.half_life)
+            rows = self._merged.get(key)
+            if rows is None:
+                rows = self._merge(coarse, starts, resources)
+            if newest not in starts:  # all its hours are past: it no longer changes
+                kept[key] = rows
+            merged[f"{coarse:.0f}"] = rows
+        self._merged = kept
         return {
             "version": RECORD_VERSION,
             "bucketSeconds": size,
             "last": self._last,
             "resources": resources,
-            "buckets": {
-                f"{start:.0f}": {q: [float(f"{a:.6g}") for a in row] for q, row in slot.items()}
-                for start, slot in sorted(merged.items())
-            },
+            "buckets": merged,
         }
+
+    def _merge(
+        self, coarse: float, starts: list[int], resources: list[str]
+    ) -> dict[str, list[int]]:
+        """The hourly buckets `starts` as one bucket starting at `coarse`."""
+        sums: dict[str, list[float]] = {}
+        for start in starts:
+            lift = 0.5 ** -((start * self.bucket - coarse) / self.half_life) if self.on else 1.0
+            for queue, totals in self._buckets[start].items():
+                row = sums.get(queue)
+                if row is None:
+                    row = sums[queue] = [0.0] * len(resources)
+                for i, resource in enumerate(resources):
+                    amount = totals.get(resource)
+                    if amount:
+                        row[i] += amount * lift
+        return {q: [round(a) for a in row] for q, row in sums.items()}
 
     def restore(self, record: Mapping[str, Any]) -> None:
         """The buckets of a record `to_record` wrote, in place of this process's (it has sampled
