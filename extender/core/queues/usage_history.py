@@ -157,8 +157,8 @@ class UsageHistory:
         size = self.bucket
         while size < self.window:
             per = size / self.bucket  # hourly buckets in one merged bucket, at most
-            rows = sum(min(len(slot) * per, len(queues)) for slot in self._buckets.values()) / per
-            if rows * row_bytes <= limit:
+            count = sum(min(len(slot) * per, len(queues)) for slot in self._buckets.values()) / per
+            if count * row_bytes <= limit:
                 break
             size *= 2
         groups: dict[float, list[int]] = {}
