@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from extender.core.queues.admission import check_state
-from extender.core.queues.lifecycle import describe_lifecycle
+from extender.core.queues.lifecycle import describe_lifecycle, format_duration
 from extender.core.queues.policy import Policy, describe_amounts
 from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.policy.file import load_policy, strict_load_all, yaml_message
@@ -41,6 +41,12 @@ def summary(policy: Policy) -> list[str]:
     walk(None, 1)
     if policy.lifecycle is not None:
         lines.append(f"  lifecycle (top level): {describe_lifecycle(policy.lifecycle)}")
+    if policy.fairness.on:
+        lines.append(
+            f"  fairness: recent use counts in the fair order, halved every "
+            f"{format_duration(policy.fairness.half_life)}, kept "
+            f"{format_duration(policy.fairness.window)}"
+        )
     return lines
 
 
