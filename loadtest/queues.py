@@ -16,6 +16,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,17 @@ def spread(pods: list[dict[str, Any]], queues: int = QUEUES) -> list[dict[str, A
         copied = {**pod, "metadata": {**pod["metadata"], "namespace": f"team-{i % queues}"}}
         out.append(copied)
     return out
+
+
+def queued_filter_body(fixture_pod: dict[str, Any], namespace: str, names: list[str]) -> bytes:
+    """A filter call for a 1-GPU pod of gangplank's profile in `namespace`, sent `names`."""
+    pod = copy.deepcopy(fixture_pod)
+    pod["metadata"].update(namespace=namespace, name="bench-pod", uid="bench-pod-uid")
+    pod["spec"]["schedulerName"] = "gangplank"
+    pod["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
+    }
+    return orjson.dumps({"Pod": pod, "NodeNames": names, "Nodes": None})
 
 
 def _caller(app: Any, body: bytes) -> Callable[[], None]:
@@ -133,13 +145,7 @@ def bench_queues(
     names = [n["metadata"]["name"] for n in nodes]
 
     def body(namespace: str, count: int) -> bytes:
-        pod = copy.deepcopy(fixture_pod)
-        pod["metadata"].update(namespace=namespace, name="bench-pod", uid="bench-pod-uid")
-        pod["spec"]["schedulerName"] = "gangplank"
-        pod["spec"]["containers"][0]["resources"] = {
-            "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
-        }
-        return orjson.dumps({"Pod": pod, "NodeNames": names[:count], "Nodes": None})
+        return queued_filter_body(fixture_pod, namespace, names[:count])
 
     one_pod = next(p for p in spread_pods if p["metadata"]["namespace"] == "team-7")
     for count in (len(names) // 10, len(names)):
@@ -194,7 +200,71 @@ def bench_queues(
         f"| GET /queues, {QUEUES:,} queues, 20 jobs listed per queue: whole / lock held | "
         f"median {_median_ms(total):.0f} ms / {_median_ms(held[-10:]):.0f} ms |"
     )
+    rows += bench_history(store, doc, body("team-7", len(names)), calls)
     return rows
+
+
+HISTORY_TARGET_MS = 0.5  # what the usage history may add to a filter call (issue 35)
+
+
+def bench_history(store: ClusterStore, doc: dict[str, Any], body: bytes, calls: int) -> list[str]:
+    """The fair order with a usage history (`fairness: {halfLife: 24h}`, a week of hourly
+    samples of every queue) against the same policy without, in one run on one store: a filter
+    call of a queued pod, the first places of the fair line, and the periodic pass (its sample
+    included)."""
+    from loadtest.bench import percentiles, timed
+
+    runtimes = {}
+    for name, fairness in (("without", None), ("with", {"halfLife": "24h", "window": "7d"})):
+        runtime = Runtime(store, StoreBinder(), Metrics(), preloaded=True)
+        runtime.policy_switch.set_policy(
+            parse_policy({**doc, "fairness": fairness} if fairness else doc)
+        )
+        runtimes[name] = runtime
+    engine = runtimes["with"].scheduler
+    book = engine.book_for(store.snapshot())
+    now = time.time()
+    engine.history.sample(now - 7 * 86400.0, {})
+    for hour in range(1, 7 * 24 + 1):
+        engine.history.sample(now - 7 * 86400.0 + hour * 3600.0, book_use(book, hour))
+    engine.history_known("")
+    samples: dict[str, list[float]] = {}
+    line: dict[str, list[float]] = {}
+    passes: dict[str, list[float]] = {}
+    for name in ("without", "with", "without", "with"):  # alternated: the machine's load moves
+        runtime = runtimes[name]
+        samples.setdefault(name, []).extend(timed(calls, _caller(create_app(runtime), body)))
+        ordered = runtime.scheduler.book_for(store.snapshot())
+        line.setdefault(name, []).extend(timed(20, partial(_first, ordered)))
+        passes.setdefault(name, []).extend(timed(20, runtime.periodic.kick_candidates))
+    added = _median_ms(samples["with"]) - _median_ms(samples["without"])
+    return [
+        f"| filter of a queued pod with the usage history, {QUEUES:,} queues, every node sent "
+        f"(without history: {_median_ms(samples['without']):.3f} ms) | "
+        f"{percentiles(samples['with'])}; added {added:.3f} ms (target under "
+        f"{HISTORY_TARGET_MS} ms) |",
+        f"| the fair line's first 64 places, {QUEUES:,} queues: with history / without | "
+        f"median {_median_ms(line['with']):.2f} ms / {_median_ms(line['without']):.2f} ms |",
+        f"| the periodic pass with the usage history (its sample included) / without | "
+        f"median {_median_ms(passes['with']):.1f} ms / {_median_ms(passes['without']):.1f} ms |",
+    ]
+
+
+def book_use(book: Any, hour: int) -> dict[str, dict[str, int]]:
+    """A made-up hour of use: each queue's current use, some queues busier at some hours."""
+    return {
+        q: {r: a * (1 + (hash(q) + hour) % 3) for r, a in state.used.items()}
+        for q, state in book.state.items()
+    }
+
+
+def _first(book: Any, count: int = 64) -> list[Any]:
+    """The fair line's first `count` places."""
+    import itertools
+
+    from extender.core.queues.fair_order import fair_order
+
+    return list(itertools.islice(fair_order(book), count))
 
 
 def bench_preemption(store: ClusterStore, calls: int = 9) -> list[str]:
@@ -256,11 +326,32 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--traces", type=Path, default=None)
+    parser.add_argument(
+        "--history", action="store_true", help="only the usage history's rows (bench_history)"
+    )
+    parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
     node_objects, pod_objects = build(args.nodes, args.pods, args.traces)
+    if args.history:
+        print("\n".join(history_only(node_objects, pod_objects, args.calls)))
+        return
     store = load_store(node_objects, pod_objects)
     del node_objects, pod_objects
     print("\n".join(bench_preemption(store)))
+
+
+def history_only(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], calls: int) -> list[str]:
+    """`bench_history` on the bench's cluster spread over the 1,000 queues, alone."""
+    from loadtest.bench import FIXTURE_POD
+
+    store = ClusterStore()
+    handlers = handlers_for(store)
+    handlers["nodes"].replace(nodes)
+    handlers["pods"].replace(spread(pods))
+    store.snapshot()
+    fixture = json.loads(FIXTURE_POD.read_text())["Pod"]
+    body = queued_filter_body(fixture, "team-7", [n["metadata"]["name"] for n in nodes])
+    return bench_history(store, policy_document(), body, calls)
 
 
 if __name__ == "__main__":

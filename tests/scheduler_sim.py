@@ -46,6 +46,7 @@ from extender.web.app import create_app
 from tests.fakeapi import FakeApiServer
 
 REQUEUE_CONFIGMAP = ("gangplank", "gangplank-requeues")
+HISTORY_CONFIGMAP = ("gangplank", "gangplank-usage-history")
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -66,11 +67,13 @@ class Extender:
         stale_after: float = 30.0,
         identity: str | None = None,
         requeue_configmap: tuple[str, str] = REQUEUE_CONFIGMAP,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """`identity`: this replica's name beside its kube-scheduler; it leads while the
         scheduler's Lease (kube-system/gangplank-scheduler) is held by `<identity>_...`.
         None: always the leader. `requeue_configmap`: (namespace, name) of the ConfigMap that
-        keeps requeue records (`--requeue-configmap`)."""
+        keeps requeue records (`--requeue-configmap`); the usage history is kept in
+        gangplank/gangplank-usage-history. `clock`: the runtime's (a test moves it on)."""
         api_client = client.ApiClient(client.Configuration(host=api.url))
         bind_client = client.ApiClient(client.Configuration(host=api.url))
         self.store = ClusterStore()
@@ -102,6 +105,13 @@ class Extender:
             events=ApiEventRecorder(client.CoreV1Api(bind_client)),
             stale_after=stale_after,
             requeue_store=RequeueStore(client.CoreV1Api(bind_client), *requeue_configmap),
+            history_store=RequeueStore(
+                client.CoreV1Api(bind_client),
+                *HISTORY_CONFIGMAP,
+                what="usage history",
+                flag="--usage-history-configmap",
+            ),
+            clock=clock,
         )
         self.server = make_server(
             "127.0.0.1", 0, create_app(self.runtime), threaded=True, request_handler=_QuietHandler

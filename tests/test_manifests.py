@@ -385,14 +385,16 @@ def test_the_extender_may_do_exactly_what_the_code_does() -> None:
     env = {e["name"]: e for e in containers()["gangplank"]["env"]}
     assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
     args = containers()["gangplank"]["args"]
-    where = parse_serve_settings(args[1:], {"POD_NAMESPACE": namespace}).requeue_configmap_ref
-    assert requeues["metadata"]["namespace"] == where[0] == namespace
+    settings = parse_serve_settings(args[1:], {"POD_NAMESPACE": namespace})
+    where = settings.requeue_configmap_ref
+    history = settings.usage_history_configmap_ref
+    assert requeues["metadata"]["namespace"] == where[0] == history[0] == namespace
     # By name wherever Kubernetes allows it; create cannot be (the object is not there yet).
     assert requeues["rules"] == [
         {
             "apiGroups": [""],
             "resources": ["configmaps"],
-            "resourceNames": [where[1]],
+            "resourceNames": [where[1], history[1]],
             "verbs": [v for v in REQUEUE_VERBS if v != "create"],
         },
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},

@@ -83,22 +83,38 @@ def amounts(values: dict[str, Any], resource: str = "nvidia.com/gpu") -> str:
 def render_queues(report: dict[str, Any]) -> str:
     if not report.get("queues"):
         return report.get("reason") or "no queues"
+    history = report.get("usageHistory")
     rows = []
     for q in report["queues"]:
-        rows.append(
-            [
-                q.get("name", ""),
-                amounts(q.get("used", {})),
-                amounts(q.get("guarantee", {})),
-                amounts(q.get("max", {})),
-                amounts(q.get("borrowed", {})),
-                (q.get("pending") or {}).get("jobs", 0),
-                f"{q.get('share', 0):.2f}",
-            ]
-        )
+        row = [
+            q.get("name", ""),
+            amounts(q.get("used", {})),
+            amounts(q.get("guarantee", {})),
+            amounts(q.get("max", {})),
+            amounts(q.get("borrowed", {})),
+            (q.get("pending") or {}).get("jobs", 0),
+        ]
+        if history:
+            recent = (q.get("decayedUsage") or {}).get("nvidia.com/gpu", "-")
+            row += [recent.removesuffix(" GPU-hours"), f"{q.get('shareNow', 0):.2f}"]
+        rows.append([*row, f"{q.get('share', 0):.2f}"])
     rows.sort(key=lambda r: float(str(r[-1])))
-    head = ["QUEUE", "GPUS USED", "GUARANTEE", "MAX", "BORROWED", "WAITING", "SHARE"]
-    return table(rows, head) + "\n(in fair order: the lowest share over weight goes next)"
+    head = ["QUEUE", "GPUS USED", "GUARANTEE", "MAX", "BORROWED", "WAITING"]
+    if history:
+        head += ["RECENT GPU-H", "SHARE NOW"]
+    text = (
+        table(rows, [*head, "SHARE"]) + "\n(in fair order: the lowest share over weight goes next"
+    )
+    if not history:
+        return text + ")"
+    if not history.get("known"):
+        return text + f"; usage history not used: {history['lost']})"
+    text += (
+        f"; SHARE counts recent use, halved every {duration(history['halfLifeSeconds'])}, "
+        "with current use)"
+    )
+    reasons = [q["behind"] for q in report["queues"] if q.get("behind")]
+    return "\n".join([text, *reasons])
 
 
 def render_status(status: dict[str, Any]) -> str:
@@ -167,6 +183,8 @@ def render_why(answer: dict[str, Any]) -> str:
         lines.append(f"  queue: {answer['queue']}{place}")
     elif answer.get("queueProblem"):
         lines.append(f"  queue: {answer['queueProblem']}")
+    if answer.get("fairOrder"):
+        lines.append(f"  fair order: {answer['fairOrder']}")
     if answer.get("node"):
         lines.append(f"  node: {answer['node']}")
     gang = answer.get("gang")

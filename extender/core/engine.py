@@ -6,7 +6,8 @@
     prioritize planned node, else the placement scorer
     preempt    the same gate, then kube-scheduler's candidates narrowed (`line.preempt`)
     bind       the reservations check and count the bind; the ledger hands the pod over
-    pass       whom to retry (the waiting room); lifecycle, preemption, hold (`line.nudges`)
+    pass       whom to retry (the waiting room); lifecycle, preemption, hold (`line.nudges`);
+               each queue's use into the usage history (`sample_usage`)
 
 Components (docs/architecture.md says what each owns): `Reservations`, `HoldKeeper`,
 `GangPlacer`, `WaitingRoom`, `Ledger`, `QueueBook`, `Preemption`, `Lifecycle`. Per-call context
@@ -45,7 +46,10 @@ from extender.core.queues.book import QueueBook
 from extender.core.queues.gate import queue_of
 from extender.core.queues.ledger import Ledger
 from extender.core.queues.policy import Policy
+from extender.core.queues.usage_history import UsageHistory
 from extender.core.waiting import Ref, WaitingRoom
+
+SAMPLE_SECONDS = 10.0  # the usage history's sampling interval, at most
 
 
 class Engine:
@@ -74,6 +78,10 @@ class Engine:
         self.policy: Policy | None = None
         self.book: QueueBook | None = None
         self.now = 0.0  # the time of the last call that told it (bind carries none)
+        self.history = UsageHistory(0.0, 0.0)  # rates from the policy's `fairness:`
+        # Why the cluster's usage history is not known here ("" while it is): the fair order
+        # is then today's, without history (set by the adapter that reads it back).
+        self.history_lost = ""
         self.set_policy(policy)
 
     # ---- policy and the book ------------------------------------------
@@ -89,6 +97,10 @@ class Engine:
         if policy is not None and (book is None or book.policy is not policy):
             book = self.new_book(policy)
         self.book = book if policy is not None else None
+        fairness = policy.fairness if policy is not None else None
+        if fairness is not None:
+            self.history.set_rates(fairness.half_life, fairness.window)
+        self._update_past()
         topology = policy.topology if policy is not None else DEFAULT_TOPOLOGY
         self.placer.auto_hold = policy is None
         self.placer.topology = self.preemption.topology = self.scorer.topology = topology
@@ -227,7 +239,35 @@ class Engine:
         refs += self.waiting.handed_in(fresh=not stale, now=now)
         if self.policy is not None:
             refs += self.line.nudges(snapshot, now, stale, use)
+            if not stale:
+                self.sample_usage(snapshot, now)
         return refs
+
+    def sample_usage(self, snapshot: Snapshot, now: float) -> None:
+        """Each queue's use since the last sample into the usage history (at most every
+        `SAMPLE_SECONDS`), and the fair order's view of it brought up to `now`."""
+        if self.policy is None or not self.history.on:
+            return
+        last = self.history.last
+        if last is not None and now - last < SAMPLE_SECONDS:
+            return
+        book = self.book_for(snapshot)
+        self.history.sample(now, {q: s.used for q, s in book.state.items()})
+        self._update_past()
+
+    def history_known(self, lost: str, record: Mapping[str, object] | None = None) -> None:
+        """What the adapter read back of the cluster's usage history: `record` to add to this
+        process's own samples, or `lost`: why it could not be read ("" once it is known)."""
+        if record is not None:
+            self.history.restore(record)
+        self.history_lost = lost
+        self._update_past()
+
+    def _update_past(self) -> None:
+        if self.book is not None:
+            known = self.history.on and not self.history_lost
+            now = max(self.now, self.history.last or 0.0)  # read back before any call
+            self.book.past = self.history.average(now) if known else {}
 
     # ---- what the adapters take and ask ------------------------------------------
     def take_notices(self) -> list[Notice]:

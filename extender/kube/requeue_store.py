@@ -44,11 +44,12 @@ class RequeueStoreError(RuntimeError):
     """The ConfigMap could not be read or written; the message says what the API server said."""
 
 
-# What a refusal of the ConfigMap means where gangplank is deployed from manifests/.
+# What a refusal of the ConfigMap means where gangplank is deployed from manifests/ (the flag
+# that names the ConfigMap filled in).
 REFUSED_HINT = (
-    "; gangplank's Role lets it use only the ConfigMap it names, in the namespace gangplank is "
+    "; gangplank's Role lets it use only the ConfigMaps it names, in the namespace gangplank is "
     "deployed in (manifests/base/rbac-extender.yaml): set $POD_NAMESPACE to that namespace or "
-    "--requeue-configmap to that ConfigMap, or grant gangplank this one"
+    "{flag} to that ConfigMap, or grant gangplank this one"
 )
 
 
@@ -92,7 +93,9 @@ def job_of_key(key: str) -> str | None:
 
 
 class RequeueStore:
-    """The records in ConfigMap `namespace/name` of the API server `core_v1_api` talks to."""
+    """The records in ConfigMap `namespace/name` of the API server `core_v1_api` talks to.
+    `what` they are and the `flag` that names the ConfigMap are for messages (the queues' usage
+    history is kept the same way, under one key)."""
 
     def __init__(
         self,
@@ -101,19 +104,23 @@ class RequeueStore:
         name: str,
         attempts: int = 5,
         timeout: tuple[float, float] = (2.0, 5.0),
+        what: str = "requeue records",
+        flag: str = "--requeue-configmap",
     ) -> None:
         self._core = core_v1_api
         self._namespace = namespace
         self._name = name
         self._attempts = attempts
         self._timeout = timeout
+        self._what = what
+        self._flag = flag
 
     @property
     def where(self) -> str:
         return f"ConfigMap {self._namespace}/{self._name}"
 
     def _records(self, doing: str) -> str:
-        return f"cannot {doing} requeue records {self._namespace}/{self._name}"
+        return f"cannot {doing} {self._what} {self._namespace}/{self._name}"
 
     def load(self) -> dict[str, dict[str, Any]]:
         """Every job's record; {} when the ConfigMap does not exist. A key or value that is not
@@ -126,7 +133,9 @@ class RequeueStore:
         for key, text in found[1].items():
             entry = _decode(key, text)
             if entry is None:
-                log.warning("%s: skipping key %r, which is no requeue record", self.where, key)
+                log.warning(
+                    "%s: skipping key %r, which is none of its %s", self.where, key, self._what
+                )
                 continue
             records[entry[0]] = entry[1]
         return records
@@ -221,7 +230,7 @@ class RequeueStore:
         what to do when gangplank may not."""
         words = api_message(err)
         said = f" ({words})" if words != err.reason else ""
-        hint = REFUSED_HINT if err.status in (401, 403) else ""
+        hint = REFUSED_HINT.format(flag=self._flag) if err.status in (401, 403) else ""
         return RequeueStoreError(f"{self._records(doing)}: {err.status} {err.reason}{said}{hint}")
 
 

@@ -52,7 +52,8 @@ class QueueFigure(TypedDict):
     oldest_pending_seconds: float
     failing_jobs: int
     waiting_longer_than: Mapping[str, int]  # jobs waiting longer than a threshold (5m, 1h, 6h)
-    by_resource: Mapping[str, Mapping[str, int]]  # guarantee, max, usage, ... -> resource -> amount
+    # guarantee, max, usage, ... -> resource -> amount (decayed_usage: resource-seconds)
+    by_resource: Mapping[str, Mapping[str, float]]
 
 
 class Metrics:
@@ -241,6 +242,8 @@ class Metrics:
         r.register(self._gpu_use)
         self._records = _RecordsCollector()
         r.register(self._records)
+        self._history = _HistoryCollector()
+        r.register(self._history)
 
         self.waste = Counter(
             "gangplank_waste_gpu_seconds",
@@ -308,6 +311,10 @@ class Metrics:
     def gpu_use_read(self, use: GpuUse) -> None:
         """One read of GPU utilisation from Prometheus (see extender/observe/gpu_use.py)."""
         self._gpu_use.read(use)
+
+    def usage_history_read(self, ok: bool) -> None:
+        """Whether the fair order has the usage history (see extender/service/history_io.py)."""
+        self._history.up = ok
 
     def requeue_records_read(self, ok: bool) -> None:
         """One attempt to read the requeue records back (see extender/service/lifecycle_io.py)."""
@@ -451,19 +458,33 @@ class _RecordsCollector(Collector):
     """Whether the requeue records were read back: no series before the first attempt (none
     where they are not kept: the demo, --cluster-file; none on a replica that never led)."""
 
+    NAME = "gangplank_requeue_records_up"
+    HELP = (
+        "1 when the requeue records (--requeue-configmap) were read back, 0 while they "
+        "cannot be: the not-ready and max-runtime lifecycle rules then requeue no job."
+    )
+
     def __init__(self) -> None:
         self.up: bool | None = None
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         if self.up is None:
             return []
-        up = GaugeMetricFamily(
-            "gangplank_requeue_records_up",
-            "1 when the requeue records (--requeue-configmap) were read back, 0 while they "
-            "cannot be: the not-ready and max-runtime lifecycle rules then requeue no job.",
-        )
+        up = GaugeMetricFamily(self.NAME, self.HELP)
         up.add_metric([], 1.0 if self.up else 0.0)
         return [up]
+
+
+class _HistoryCollector(_RecordsCollector):
+    """Whether the fair order has the queues' usage history: no series while the policy keeps
+    none (or before the first attempt to read it back)."""
+
+    NAME = "gangplank_usage_history_up"
+    HELP = (
+        "1 when the queues' usage history (--usage-history-configmap, the policy's fairness:) "
+        "is read back and used, 0 while it is lost or cannot be read: the fair order is then "
+        "by current use alone."
+    )
 
 
 class _GangCollector(Collector):
@@ -493,6 +514,8 @@ _QUEUE_GAUGES = {
     "borrowed": "What a queue uses beyond its guarantee.",
     "lent": "The part of a queue's unused guarantee its siblings are borrowing.",
     "pending_requests": "Requests of the jobs waiting in a queue (open queues).",
+    "decayed_usage": "A queue's decayed use in resource-seconds (GPU-seconds, core-seconds, "
+    "byte-seconds), halved every half-life of the policy's fairness: (subtree).",
 }
 
 

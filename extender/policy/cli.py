@@ -11,7 +11,7 @@ import yaml
 
 from extender.core.placement.budgets import rate
 from extender.core.queues.admission import check_state
-from extender.core.queues.lifecycle import describe_lifecycle
+from extender.core.queues.lifecycle import describe_lifecycle, format_duration
 from extender.core.queues.policy import Policy, describe_amounts
 from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.policy.file import load_policy, strict_load_all, yaml_message
@@ -47,6 +47,12 @@ def summary(policy: Policy) -> list[str]:
         lines.append(
             f"  budget: {budget.quantity} {rate(budget.per_domain)} per {tier} "
             f"({'required' if budget.required else 'preferred'}; pods declare {budget.annotation})"
+        )
+    if policy.fairness.on:
+        lines.append(
+            f"  fairness: recent use counts in the fair order, halved every "
+            f"{format_duration(policy.fairness.half_life)}, kept "
+            f"{format_duration(policy.fairness.window)}"
         )
     return lines
 

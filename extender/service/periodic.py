@@ -36,6 +36,7 @@ from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.observe.metrics import Metrics
 from extender.service.decision_lock import DecisionLock
 from extender.service.evictions import Evictions, Suspensions
+from extender.service.history_io import HistoryIO
 from extender.service.lifecycle_io import LifecycleIO
 from extender.service.readiness import Readiness
 from extender.service.steps import Steps
@@ -81,10 +82,12 @@ class PeriodicPass:
         leading: Callable[[], bool],
         publish: Callable[[], None],
         on_error: Callable[[str], None],
+        history_io: HistoryIO | None = None,
     ) -> None:
         """`leading`: the last answer of the leader election (no API call); `publish`: moves what
         the core counted into the metrics; `on_error(step)`: a step raised."""
         self.lifecycle_io = lifecycle_io
+        self.history_io = history_io
         self.store = store
         self.scheduler = scheduler
         self.lock = lock
@@ -124,10 +127,13 @@ class PeriodicPass:
         nudge."""
         self._step("restore-plans", self.restore_plans)
         self._step("requeues-read", self.read_requeues)
+        self._step("history-read", self.read_history)
         self._step("learn-mix", self.learn_mix)
         self._step("gpu-use", self.lifecycle_io.read_use)
         decided = self._step("decide", self.decide) or Decided()
         kept = self._step("requeues-kept", self.lifecycle_io.save_records)
+        if self.history_io is not None:
+            self._step("history-kept", self.history_io.write)
         # plans made since the last pass are recorded ahead of their first bind
         self._step("record-plans", partial(self.record, decided.records))
         self._step("evictions", partial(self.evictions.carry_out, decided.evictions))
@@ -217,6 +223,8 @@ class PeriodicPass:
         if dropped:
             log.info("%d suspension(s) decided before the Lease was taken dropped", dropped)
         self.lifecycle_io.lead_taken()  # the requeue records: read back again
+        if self.history_io is not None:
+            self.history_io.lead_taken()  # and the usage history
         self._adopt_at = time.monotonic()
         self._plans_restored = False  # the plans the replica that led recorded: read back
 
@@ -226,6 +234,12 @@ class PeriodicPass:
         first when kube-scheduler asks for its pending pods at once)."""
         if self.readiness.synced():
             self.lifecycle_io.load_records(asked)
+
+    def read_history(self) -> None:
+        """Once the cache is synced (after a start, and on taking the Lease): the queues' usage
+        history kept by earlier processes."""
+        if self.history_io is not None and self.readiness.synced():
+            self.history_io.read()
 
     def adopt_at_start(self) -> None:
         """Once the first full lists are in: the same for the pods of the cluster as this process

@@ -4,7 +4,6 @@ immutable, so what is read of them alone needs no lock."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -57,7 +56,7 @@ class Reports:
 
     def queue_metrics(self) -> list[QueueFigure]:
         with self.lock.by("metrics: queues"):
-            figures = queue_numbers(self.scheduler, self.store.snapshot(), time.time())
+            figures = queue_numbers(self.scheduler, self.store.snapshot(), self.clock())
         return cast(list[QueueFigure], figures)  # the core types them dict[str, Any]
 
     def status_figures(self) -> dict[str, Any]:

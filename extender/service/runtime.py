@@ -37,6 +37,7 @@ from extender.observe.metrics import Metrics
 from extender.policy.file import PolicyWatcher, load_policy, log_warnings
 from extender.service.decision_lock import DecisionLock
 from extender.service.evictions import Evictions, Suspensions
+from extender.service.history_io import HistoryIO
 from extender.service.kicker import Kicker
 from extender.service.lifecycle_io import LifecycleIO, RecordStore, UseReader
 from extender.service.periodic import PeriodicPass
@@ -72,6 +73,7 @@ class Runtime:
         stale_after: float = 30.0,
         gpu_use: UseReader | None = None,
         requeue_store: RecordStore | None = None,
+        history_store: RecordStore | None = None,
     ) -> None:
         self.store = store
         self.binder = binder
@@ -112,8 +114,10 @@ class Runtime:
         self.lifecycle_io = LifecycleIO(
             self.scheduler, self.lock, metrics, clock, gpu_use, requeue_store
         )
+        self.history_io = HistoryIO(self.scheduler, self.lock, metrics, history_store, clock)
         self.periodic = PeriodicPass(
             lifecycle_io=self.lifecycle_io,
+            history_io=self.history_io,
             store=store,
             scheduler=self.scheduler,
             lock=self.lock,
@@ -178,13 +182,16 @@ class Runtime:
         paused = self.lifecycle_io.paused()
         if paused:
             reason += f"; lifecycle rules paused: {paused}"
+        lost = self.history_io.lost()
+        if lost:
+            reason += f"; {lost}"
         return ready, reason
 
     def status_figures(self) -> dict[str, Any]:
         """What `gangplank status` shows: the decision state (`reports.py`), and under `paused`
         the rules that act on no job now, with why."""
-        paused = self.lifecycle_io.paused()
-        return {**self.reports.status_figures(), "paused": {"lifecycle": paused} if paused else {}}
+        paused = {"lifecycle": self.lifecycle_io.paused(), "fair order": self.history_io.lost()}
+        return {**self.reports.status_figures(), "paused": {k: v for k, v in paused.items() if v}}
 
     def restore_plans(self) -> None:
         """What earlier processes kept, back before a decision: the plans recorded on pods, and
@@ -261,10 +268,12 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
     evictor = ApiEvictor(client.CoreV1Api(bind_client))
     lease = f", the scheduler's Lease {settings.leader_lease}" if settings.leader_lease else ""
     log.info(
-        "gangplank's namespace is %s (from %s): requeue records in ConfigMap %s%s",
+        "gangplank's namespace is %s (from %s): requeue records in ConfigMap %s, usage history "
+        "in %s%s",
         settings.namespace.name,
         settings.namespace.source,
         settings.requeue_configmap,
+        settings.usage_history_configmap,
         lease,
     )
     leadership: Leadership = AlwaysLeader()
@@ -292,6 +301,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         stale_after=settings.stale_after,
         gpu_use=gpu_use_reader(settings),
         requeue_store=requeue_store(settings, client.CoreV1Api(bind_client)),
+        history_store=history_store(settings, client.CoreV1Api(bind_client)),
         **queues,
     )
 
@@ -312,3 +322,11 @@ def requeue_store(settings: Settings, core: Any) -> RecordStore:
     """Where requeue records are kept: the ConfigMap `--requeue-configmap` names."""
     namespace, name = settings.requeue_configmap.split("/", 1)
     return RequeueStore(core, namespace, name)
+
+
+def history_store(settings: Settings, core: Any) -> RecordStore:
+    """Where the queues' usage history is kept: the ConfigMap `--usage-history-configmap` names."""
+    namespace, name = settings.usage_history_configmap_ref
+    return RequeueStore(
+        core, namespace, name, what="usage history", flag="--usage-history-configmap"
+    )

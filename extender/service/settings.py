@@ -18,6 +18,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 # Where requeue records are kept when --requeue-configmap is not given: this name, in the
 # namespace gangplank runs in (`find_namespace`).
 REQUEUE_CONFIGMAP = "gangplank-requeues"
+# The same for the queues' usage history (--usage-history-configmap; the policy's `fairness:`).
+HISTORY_CONFIGMAP = "gangplank-usage-history"
 # The namespace gangplank runs in when nothing tells it: the one manifests/ put it in.
 DEFAULT_NAMESPACE = "gangplank"
 # Where Kubernetes mounts a pod's service account, its namespace beside the token.
@@ -76,6 +78,7 @@ class Settings:
     gpu_util_namespace_label: str = "namespace"
     gpu_util_pod_label: str = "pod"
     requeue_configmap: str = f"{DEFAULT_NAMESPACE}/{REQUEUE_CONFIGMAP}"
+    usage_history_configmap: str = f"{DEFAULT_NAMESPACE}/{HISTORY_CONFIGMAP}"
     # The namespace gangplank runs in (`find_namespace`), not a flag: the namespace of the
     # requeue ConfigMap and of the Lease when their flags name none.
     namespace: OwnNamespace = UNTOLD
@@ -120,12 +123,16 @@ class Settings:
             _check_policy(self.policy)
         if self.leader_lease and self.leader_lease.count("/") != 1:
             raise SettingsError(f"--leader-lease {self.leader_lease!r} must be [NAMESPACE/]NAME")
-        namespace, _, name = self.requeue_configmap.partition("/")
-        if not (_DNS_LABEL.fullmatch(namespace) and _DNS_SUBDOMAIN.fullmatch(name)):
-            raise SettingsError(
-                f"--requeue-configmap {self.requeue_configmap!r} must be [NAMESPACE/]NAME "
-                "(a namespace and a ConfigMap name as Kubernetes allows them)"
-            )
+        for flag, where in (
+            ("--requeue-configmap", self.requeue_configmap),
+            ("--usage-history-configmap", self.usage_history_configmap),
+        ):
+            namespace, _, name = where.partition("/")
+            if not (_DNS_LABEL.fullmatch(namespace) and _DNS_SUBDOMAIN.fullmatch(name)):
+                raise SettingsError(
+                    f"{flag} {where!r} must be [NAMESPACE/]NAME "
+                    "(a namespace and a ConfigMap name as Kubernetes allows them)"
+                )
         for label, seconds in (
             ("--body-seconds", self.body_seconds),
             ("--watch-timeout", self.watch_timeout),
@@ -155,6 +162,12 @@ class Settings:
     def requeue_configmap_ref(self) -> tuple[str, str]:
         """(namespace, name) of the ConfigMap that keeps requeue records."""
         namespace, _, name = self.requeue_configmap.partition("/")
+        return namespace, name
+
+    @property
+    def usage_history_configmap_ref(self) -> tuple[str, str]:
+        """(namespace, name) of the ConfigMap that keeps the queues' usage history."""
+        namespace, _, name = self.usage_history_configmap.partition("/")
         return namespace, name
 
     @property
@@ -252,6 +265,9 @@ FLAGS: dict[str, str] = {
     f"alone: in gangplank's namespace; default {REQUEUE_CONFIGMAP} there). gangplank's namespace: "
     "$POD_NAMESPACE, else the service account's, else the kubeconfig context's, else "
     f"{DEFAULT_NAMESPACE}",
+    "usage_history_configmap": "[NAMESPACE/]NAME of the ConfigMap that keeps the queues' "
+    "decayed usage (the policy's fairness:) across restarts and failovers (a name alone: in "
+    f"gangplank's namespace; default {HISTORY_CONFIGMAP} there)",
     "stale_after": "seconds a kind's watch may be down before the cluster view counts as stale: "
     "gangs and queued jobs then wait and nothing is evicted (pass-through pods go on)",
     "prometheus_url": "Prometheus (or a server of its HTTP API) to read GPU utilisation from, for "
@@ -267,7 +283,7 @@ FLAGS: dict[str, str] = {
 
 
 # Flags naming an object in the namespace gangplank runs in unless they name another.
-IN_OUR_NAMESPACE = ("requeue_configmap", "leader_lease")
+IN_OUR_NAMESPACE = ("requeue_configmap", "usage_history_configmap", "leader_lease")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str]) -> None:
@@ -322,6 +338,8 @@ def settings_from_args(
     namespace = find_namespace(env, kubeconfig, namespace_file)
     if not values["requeue_configmap"]:
         values["requeue_configmap"] = REQUEUE_CONFIGMAP
+    if not values["usage_history_configmap"]:
+        values["usage_history_configmap"] = HISTORY_CONFIGMAP
     for name in IN_OUR_NAMESPACE:
         if values[name] and "/" not in values[name]:  # a name alone: in our namespace
             values[name] = f"{namespace.name}/{values[name]}"

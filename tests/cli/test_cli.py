@@ -225,6 +225,12 @@ REFUSED = {
         "below: 0.1 looks like a fraction; below is a percent (0-100): write 10 for 10%",
         2,
     ),
+    "policy check of a fairness window shorter than its half-life": (
+        gangplank("policy", "check", "{tmp}/fairness.yaml"),
+        "fairness.window: 24h is shorter than the half-life (48h): keep at least one half-life "
+        "of usage",
+        2,
+    ),
     "policy without a subcommand names them (required: policy_command before)": (
         gangplank("policy"),
         "gangplank policy: a subcommand is needed: check or import (their usage is above)",
@@ -284,6 +290,7 @@ def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (path / "gigabytes.yaml").write_text("queues:\n  - name: big\n    max: {memory: 512GB}\n")
     (path / "fraction.yaml").write_text("lifecycle:\n  idleGpu: {below: 0.1, for: 30m}\n")
+    (path / "fairness.yaml").write_text("fairness: {halfLife: 2d, window: 1d}\n")
     return path
 
 

@@ -113,6 +113,37 @@ def test_status_and_queues_print_tables(url: str, capsys: pytest.CaptureFixture[
     assert "team-a" in out
 
 
+def test_queues_show_recent_use_and_who_is_behind_with_a_usage_history(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cluster = Cluster(nodes=[node("n0", gpu=8)])
+    for name in ("research", "vision"):
+        cluster.add("pods", pod(f"{name}-next", gpu=8, labels={"gangplank.io/queue": name}))
+    doc = policy_doc(queue("research"), queue("vision"))
+    policy = parse_policy({**doc, "fairness": {"halfLife": "24h"}})
+    runtime = Runtime(cluster.store, StoreBinder(), Metrics(), preloaded=True, policy=policy)
+    now = time.time()
+    runtime.scheduler.history.sample(now - 7200.0, {})
+    runtime.scheduler.history.sample(now - 3600.0, {"research": {"nvidia.com/gpu": 8}})
+    runtime.scheduler.history_known("")
+    with serving(create_app(runtime)) as url:
+        assert gangplank(["--url", url, "queues"]) == 0
+        out = capsys.readouterr().out
+        assert gangplank(["--url", url, "why", "default/research-next"]) == 0
+        why = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[-5:] == ["RECENT", "GPU-H", "SHARE", "NOW", "SHARE"]
+    assert lines[1].split()[0] == "vision", "in fair order: the lower share first"
+    research = lines[2].split()
+    assert research[0] == "research" and 7.0 < float(research[-3]) < 8.0, out  # an hour ago
+    assert "SHARE counts recent use, halved every 1d, with current use" in lines[3]
+    assert lines[4].startswith("queue research is behind queue vision: 7."), out
+    assert lines[4].endswith(
+        " GPU-hours used recently (half-life 24h) against 0.0 GPU-hours, weights 1:1"
+    )
+    assert "  fair order: queue research is behind queue vision: 7." in why
+
+
 def test_an_unreachable_extender_says_how_to_reach_it(capsys: pytest.CaptureFixture[str]) -> None:
     assert gangplank(["--url", "http://127.0.0.1:9", "status"]) == 1
     assert "port-forward" in capsys.readouterr().err

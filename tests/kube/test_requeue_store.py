@@ -227,7 +227,7 @@ def test_a_refused_read_says_the_api_servers_words_and_what_to_do(
         f"cannot read requeue records {NAMESPACE}/{NAME}: 403 Forbidden (configmaps "
         f'"{NAME}" is forbidden: User "system:serviceaccount:gangplank:gangplank" cannot get '
         f'resource "configmaps" in API group "" in the namespace "{NAMESPACE}"); gangplank\'s '
-        "Role lets it use only the ConfigMap it names, in the namespace gangplank is deployed in "
+        "Role lets it use only the ConfigMaps it names, in the namespace gangplank is deployed in "
         "(manifests/base/rbac-extender.yaml): set $POD_NAMESPACE to that namespace or "
         "--requeue-configmap to that ConfigMap, or grant gangplank this one"
     )

@@ -345,6 +345,17 @@ def test_the_shipped_lifecycle_policy_is_valid_and_policy_check_shows_its_rules(
     ]
 
 
+def test_policy_check_shows_the_fairness_section(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("fairness: {halfLife: 24h, window: 7d}\nqueues: [{name: a}]\n")
+    assert main(["policy", "check", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "  fairness: recent use counts in the fair order, halved every 24h, kept 168h"
+    )
+
+
 def test_quantities_are_read_as_kubernetes_reads_them() -> None:
     p = parse_policy(policy_doc(queue("q", guarantee={"cpu": "250m", "memory": "2Ti"})))
     assert p.queues["q"].guarantee == {"cpu": 250, "memory": 2 * 2**40}

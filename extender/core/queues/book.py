@@ -82,6 +82,9 @@ class QueueBook:
         self.idle: dict[str, int] = {}
         self.waiting_keys: dict[str, WaitingJob] = {}
         self.version = 0  # moves whenever a refresh had something new to read
+        # Each queue's decayed use from the usage history (`usage_history.average`), rolled up;
+        # empty while the policy keeps no history or it is not known (the order is today's).
+        self.past: Mapping[str, Mapping[str, float]] = {}
 
     # ---- reading the snapshot ------------------------------------------
     def queue_of_key(self, qkey: QKey) -> str | None:
@@ -281,13 +284,30 @@ class QueueBook:
         s, g = self.state[queue], self.guarantee[queue]
         return {k: a - s.used.get(k, 0) for k, a in g.items() if a > s.used.get(k, 0)}
 
-    def share(self, queue: str, extra: Mapping[str, int] | None = None) -> float:
-        """Dominant-resource share against the queue's weight (lower goes first)."""
+    def share(
+        self, queue: str, extra: Mapping[str, int] | None = None, history: bool = True
+    ) -> float:
+        """Dominant-resource share against the queue's weight (lower goes first): of its
+        current use, `extra`, and its decayed past use when the policy keeps a history (and
+        `history`: False for the share on current use alone; docs/fairness.md)."""
         used = self.state[queue].used
+        past = self.past.get(queue, {}) if history else {}
         best = 0.0
         for resource, total in self.capacity.items():
             if resource not in self.tracked or total <= 0:
                 continue
             amount = used.get(resource, 0) + (extra or {}).get(resource, 0)
-            best = max(best, amount / total)
+            best = max(best, (amount + past.get(resource, 0.0)) / total)
         return best / self.policy.queues[queue].weight
+
+    def under_guarantee(self, queue: str, extra: Mapping[str, int] | None = None) -> bool:
+        """Whether the queue (with `extra` added) uses less than its guarantee of some resource
+        it names and more of none: such a queue is never behind one that is not, whatever
+        their histories (docs/fairness.md)."""
+        used, short = self.state[queue].used, False
+        for resource, amount in self.guarantee[queue].items():
+            have = used.get(resource, 0) + (extra or {}).get(resource, 0)
+            if have > amount:
+                return False
+            short = short or have < amount
+        return short

@@ -6,6 +6,10 @@ is built as if each job in it were admitted in turn: a picked job's requests cou
 queues' shares for the picks after it, so a queue with weight 2 gets about two places for every
 one of a queue with weight 1 when both start from the same share.
 
+With a usage history (the policy's `fairness:`), a queue's share counts its decayed past use
+too (`QueueBook.share`), and a queue under its guarantee goes before any sibling that is not
+(docs/fairness.md); without one the order is exactly as above.
+
 Each parent keeps a heap of its children by share; a pick changes the shares on one path only, so
 a place in the line costs a few heap operations per level, not a look at every queue.
 """
@@ -60,11 +64,17 @@ def fair_order(book: QueueBook) -> Iterator[WaitingJob]:
         if count:
             for name in policy.path(leaf):
                 remaining[name] = remaining.get(name, 0) + count
-    heaps: dict[str | None, list[tuple[float, str, int]]] = {}
+    tiers = policy.fairness.on and bool(book.past)
+
+    def key(name: str, added: dict[str, int] | None = None) -> tuple[int, float]:
+        tier = 0 if not tiers or book.under_guarantee(name, added) else 1
+        return tier, book.share(name, added)
+
+    heaps: dict[str | None, list[tuple[tuple[int, float], str, int]]] = {}
     version: dict[str, int] = {}
     for name in remaining:
         version[name] = 0
-        heaps.setdefault(policy.queues[name].parent, []).append((book.share(name), name, 0))
+        heaps.setdefault(policy.queues[name].parent, []).append((key(name), name, 0))
     for heap in heaps.values():
         heapq.heapify(heap)
     extra: dict[str, dict[str, int]] = {}
@@ -92,6 +102,6 @@ def fair_order(book: QueueBook) -> Iterator[WaitingJob]:
             if remaining[name]:
                 heapq.heappush(
                     heaps[policy.queues[name].parent],
-                    (book.share(name, added), name, version[name]),
+                    (key(name, added), name, version[name]),
                 )
         yield job

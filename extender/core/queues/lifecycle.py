@@ -100,16 +100,16 @@ def merged(
 
 
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-_DURATION = re.compile(rf"[0-9]+|(?:{_NUMBER}(?:ms|h|m|s))+")
-_PART = re.compile(rf"({_NUMBER})(ms|h|m|s)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION = re.compile(rf"[0-9]+|(?:{_NUMBER}(?:ms|d|h|m|s))+")
+_PART = re.compile(rf"({_NUMBER})(ms|d|h|m|s)")
+_UNIT = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _LARGEST = 100 * 365 * 86400.0  # a century: more is a mistake, and beyond floats soon after
 
 
 def parse_duration(value: object) -> float:
     """Seconds from a number of seconds (`90`, `"90"`) or a Go duration (`"90s"`, `"10m"`,
-    `"1h30m"`, `"0"`, `"1.5h"`, `"500ms"`); ValueError saying why for anything else, a negative
-    duration included."""
+    `"1h30m"`, `"0"`, `"1.5h"`, `"500ms"`; `d` for days too, `"7d"`); ValueError saying why for
+    anything else, a negative duration included."""
     malformed = ValueError(f"{value!r} is not a duration (seconds, or like 90s, 10m, 1h30m)")
     if isinstance(value, int | float) and not isinstance(value, bool):
         if value != value:  # NaN

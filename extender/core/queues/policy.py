@@ -18,6 +18,7 @@ from functools import cached_property
 from extender.core.model.quantity import format_amount
 from extender.core.placement.scoring import ScoreWeights
 from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology
+from extender.core.queues.fairness import Fairness
 from extender.core.queues.lifecycle import LifecycleOverride, LifecycleRules, merged
 
 
@@ -56,6 +57,7 @@ class Policy:
     # Resource names that look mistyped, one message each (the policy is used all the same).
     warnings: tuple[str, ...] = ()
     lifecycle: LifecycleRules | None = None  # the top-level `lifecycle:`; None: none written
+    fairness: Fairness = field(default_factory=Fairness)  # `fairness:`: usage history
 
     def idle_window(self) -> float:
         """The longest idle window any queue's rules name (0: no idle rule anywhere)."""

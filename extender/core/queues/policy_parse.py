@@ -17,6 +17,7 @@ from typing import Any
 
 from extender.core.model.quantity import QuantityError, format_amount
 from extender.core.placement.rules import parse_topology, parse_weights
+from extender.core.queues.fairness import parse_fairness
 from extender.core.queues.lifecycle import LifecycleRules
 from extender.core.queues.lifecycle_parse import check_lifecycles, duration, parse_lifecycle
 from extender.core.queues.policy import Policy, PreemptionRules, QueueSpec
@@ -25,7 +26,16 @@ from extender.core.queues.policy_resources import queue_resource_warnings, resou
 API_VERSION = "gangplank.io/v1alpha1"
 KIND = "Policy"
 STATES = ("open", "closed", "draining")
-TOP_KEYS = {"apiVersion", "kind", "queues", "preemption", "topology", "placement", "lifecycle"}
+TOP_KEYS = {
+    "apiVersion",
+    "kind",
+    "queues",
+    "preemption",
+    "topology",
+    "placement",
+    "lifecycle",
+    "fairness",
+}
 PREEMPTION_KEYS = {"withinQueue", "reclaimable", "minRuntime", "gracePeriodSeconds"}
 TOP_PREEMPTION_KEYS = {"evictionsPerMinute", "minRuntime", "gracePeriodSeconds"}
 QUEUE_KEYS = {
@@ -215,7 +225,10 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
     warnings = queue_resource_warnings(queues, source, ())
     top_lifecycle = parse_lifecycle(data.get("lifecycle"), "lifecycle", fail)
     lifecycle = top_lifecycle.over(LifecycleRules()) if top_lifecycle is not None else None
-    policy = Policy(queues, source, defaults, rate, topology, weights, warnings, lifecycle)
+    fairness = parse_fairness(data.get("fairness"), fail)
+    policy = Policy(
+        queues, source, defaults, rate, topology, weights, warnings, lifecycle, fairness
+    )
     check_lifecycles(policy, fail)
     return policy
 

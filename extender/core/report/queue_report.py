@@ -18,7 +18,9 @@ from extender.core.model.quantity import format_amount
 from extender.core.model.snapshot import Snapshot
 from extender.core.queues.book import QueueBook
 from extender.core.queues.fair_order import fair_order
+from extender.core.queues.fair_reason import behind, resource_hours
 from extender.core.report.failures import failing_jobs
+from extender.core.report.why import history_state
 
 LINE_LIMIT = 1000  # places in the fair line worked out for the report
 HIDDEN = frozenset({"pods"})  # every pod takes one; saying so says nothing
@@ -70,6 +72,7 @@ def collect_report(
         for place, job in enumerate(itertools.islice(fair_order(book), LINE_LIMIT), start=1)
     }
     lending = lent(book)
+    decayed = engine.history.decayed(now)
     queues = []
     for name, spec in policy.queues.items():
         if only is not None and only not in policy.path(name):
@@ -90,6 +93,9 @@ def collect_report(
                 "lent": lending[name],
                 "protected": dict(state.protected),
                 "share": book.share(name),
+                "share_now": book.share(name, history=False),
+                "decayed": dict(decayed.get(name, {})),
+                "behind": behind(book, decayed, name) if state.waiting_jobs else "",
                 "pending_jobs": state.waiting_jobs,
                 "pending_requests": dict(state.demand),
                 "waiting": waiting,
@@ -102,6 +108,7 @@ def collect_report(
         "capacity": {k: v for k, v in book.capacity.items() if k in book.tracked},
         "idle": dict(book.idle),
         "holding": None if hold is None else (hold.key, hold.deadline),
+        "history": history_state(engine),
         "queues": queues,
     }
 
@@ -129,6 +136,7 @@ def render_report(raw: Mapping[str, Any]) -> dict[str, Any]:
                 "lent": amounts(q["lent"]),
                 "protected": amounts(q["protected"]),
                 "share": round(q["share"], 4),
+                **history_of(q, raw.get("history") is not None),
                 "pending": {"jobs": q["pending_jobs"], "requests": amounts(q["pending_requests"])},
                 "waiting": [
                     {
@@ -153,7 +161,20 @@ def render_report(raw: Mapping[str, Any]) -> dict[str, Any]:
         "holding": None
         if holding is None
         else {"job": job_name(holding[0]), "seconds": round(max(0.0, holding[1] - now), 1)},
+        "usageHistory": raw.get("history"),
         "queues": queues,
+    }
+
+
+def history_of(q: Mapping[str, Any], kept: bool) -> dict[str, Any]:
+    """A queue's decayed usage and what it does to its share (nothing when no history is kept):
+    `shareNow` is the share on current use alone, `behind` the queue ahead because of it."""
+    if not kept:
+        return {}
+    return {
+        "shareNow": round(q["share_now"], 4),
+        "decayedUsage": {r: resource_hours(r, v) for r, v in sorted(q["decayed"].items())},
+        "behind": q["behind"],
     }
 
 
@@ -170,6 +191,7 @@ def queue_numbers(engine: Engine, snapshot: Snapshot, now: float = 0.0) -> list[
         return []
     book = engine.book_for(snapshot)
     lending = lent(book)
+    decayed = engine.history.decayed(now)
     oldest: dict[str, float] = {}
     longer: dict[str, dict[str, int]] = {}
     for job in book.waiting_keys.values():
@@ -200,6 +222,7 @@ def queue_numbers(engine: Engine, snapshot: Snapshot, now: float = 0.0) -> list[
                     "borrowed": book.borrowed(name),
                     "lent": lending[name],
                     "pending_requests": state.demand,
+                    "decayed_usage": decayed.get(name, {}),
                 },
             }
         )

@@ -11,6 +11,7 @@ from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import group_key, is_single, job_key, job_name
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.model.workload import is_managed, queue_label
+from extender.core.queues.fair_reason import behind
 from extender.core.queues.policy import Policy
 from extender.core.report.counts import gang_counts
 
@@ -84,6 +85,9 @@ def explain(engine: Engine, snapshot: Snapshot, pod: PodInfo, now: float) -> dic
                 out["position"] = line.index(key) + 1
                 out["waitingInQueue"] = len(line)
                 parts.append(f"queue {queue}, {line.index(key) + 1} of {len(line)} in line")
+                fair = behind(book, engine.history.decayed(now), queue)
+                if fair:
+                    out["fairOrder"] = fair
             else:
                 parts.append(f"queue {queue}")
         elif problem:
@@ -190,6 +194,7 @@ def status(engine: Engine, snapshot: Snapshot, now: float) -> dict[str, Any]:
         "hold": hold,
         "waitingGangs": waiting,
         "policy": engine.policy.source if engine.policy is not None else None,
+        "usageHistory": history_state(engine),
         "heldJobs": [
             {"job": job_name(r.job), "requeues": r.count, "reason": r.reason}
             for r in sorted(engine.lifecycle.requeues.held(), key=lambda r: r.job)
@@ -199,6 +204,19 @@ def status(engine: Engine, snapshot: Snapshot, now: float) -> dict[str, Any]:
             {"job": job_name(key), "reason": why}
             for key, why in sorted(engine.lifecycle.idle().items())
         ],
+    }
+
+
+def history_state(engine: Engine) -> dict[str, Any] | None:
+    """The usage history's settings and whether the fair order uses it (None: none kept)."""
+    if engine.policy is None or not engine.history.on:
+        return None
+    fairness = engine.policy.fairness
+    return {
+        "halfLifeSeconds": fairness.half_life,
+        "windowSeconds": fairness.window,
+        "known": not engine.history_lost,
+        "lost": engine.history_lost,
     }
 
 

@@ -64,6 +64,8 @@ def test_every_field_of_a_lifecycle_section_is_read() -> None:
         ("2h45m30s", 9930.0),
         ("1.5h", 5400.0),
         ("500ms", 0.5),
+        ("7d", 604800.0),
+        ("1d12h", 129600.0),
         ("0", 0.0),
         (0, 0.0),
         ("0s", 0.0),
@@ -283,9 +285,9 @@ BAD: list[tuple[str, Any, Any, str]] = [
     ),
     (
         "a duration with an unknown unit",
-        {"requeue": {"backoff": "1d"}},
+        {"requeue": {"backoff": "1w"}},
         None,
-        f"policy.yaml: lifecycle.requeue.backoff: '1d' {NOT_A_DURATION}",
+        f"policy.yaml: lifecycle.requeue.backoff: '1w' {NOT_A_DURATION}",
     ),
     (
         "a duration that is true",
