@@ -25,18 +25,16 @@ from extender.core.gangs.hold import FreeOf as HoldFreeOf
 from extender.core.gangs.plans import Plan
 from extender.core.gangs.reservations import Reservations
 from extender.core.model.answers import Victims
-from extender.core.model.keys import is_single, job_key, job_name
+from extender.core.model.keys import job_key, job_name
 from extender.core.model.resources import GPU, total
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.model.workload import queue_key
 from extender.core.placement.candidates import could_hold
-from extender.core.placement.data_plan import needs_of, plan_near_data
-from extender.core.placement.domains import plan_in_topology
-from extender.core.placement.planner import FreeOf, PlanAttempt, plan_gang
 from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology
 from extender.core.preemption.evictions import Eviction, EvictionQueue
 from extender.core.preemption.narrow import narrow
 from extender.core.preemption.quota_room import admits_once_gone, no_victims_reason
+from extender.core.preemption.trial_planner import planner_for
 from extender.core.preemption.tried import Tried
 from extender.core.preemption.victim_candidates import (
     RunningJob,
@@ -46,7 +44,7 @@ from extender.core.preemption.victim_candidates import (
     running_jobs,
     runs_lower,
 )
-from extender.core.preemption.victims import Planner, PreemptionPlan, find_victims, placeable_nodes
+from extender.core.preemption.victims import PreemptionPlan, find_victims, placeable_nodes
 from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import Policy, PreemptionRules
 
@@ -102,31 +100,6 @@ class Preemption:
         return rate - len(self.recent)
 
     # ---- planning ------------------------------------------
-    def _planner(self, snapshot: Snapshot, key: str) -> Planner:
-        """How trial plans place the job: within one domain when its gang requires one."""
-        if is_single(key):
-            return plan_gang
-        gang = resolve_gang(snapshot, key)
-        constraint = gang.constraint
-        topology = self.topology
-        if _bound_to_data(snapshot, gang.pending, topology):
-            # Its data or a link budget is a constraint: victims must free room where it may go.
-            def near_data(
-                view: Snapshot, pods: list[PodInfo], needed: int, free_of: FreeOf
-            ) -> PlanAttempt:
-                return plan_near_data(view, pods, needed, free_of, topology, constraint, tuple)
-
-            return near_data
-        if not constraint.required:
-            return plan_gang
-
-        def in_topology(
-            view: Snapshot, pods: list[PodInfo], needed: int, free_of: FreeOf
-        ) -> PlanAttempt:
-            return plan_in_topology(view, pods, needed, free_of, topology, constraint)
-
-        return in_topology
-
     def plan(
         self,
         snapshot: Snapshot,
@@ -195,7 +168,7 @@ class Preemption:
         # The nodes that could ever hold the job: names first (remembered while nodes stay as
         # they are); the node objects only when there are candidates to try.
         holding = could_hold(snapshot, pods)
-        planner = self._planner(snapshot, key)
+        planner = planner_for(snapshot, key, self.topology)
         request = total(p.requests for p in pods)
         admits = None
         if past_quota and book is not None and queue is not None:
@@ -349,9 +322,3 @@ class Preemption:
         plan = self.reservations.get(job_key(pod))
         rules_of, queue_of = self.rules_of(policy), self._queue_of(book)
         return narrow(snapshot, pod, candidates, now, plan, rules_of, queue_of, self.first)
-
-
-def _bound_to_data(snapshot: Snapshot, pods: Sequence[PodInfo], topology: Topology) -> bool:
-    """Whether the job requires its data where it runs or declares use of a required budget."""
-    needs = needs_of(snapshot, pods, topology)
-    return needs.data.required or any(b.required for b in needs.budgets)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from extender.core.engine import Engine
+from extender.core.preemption.trial_planner import planner_for
 from extender.core.preemption.victim_candidates import (
     priority_candidates,
     reclaim_candidates,
@@ -202,7 +203,8 @@ def test_a_gang_that_requires_one_rack_evicts_within_one_rack_even_if_that_takes
     candidates = priority_candidates(running_jobs(snap, lambda p: None), None, 100, defaults, NOW)
     engine = Engine()
     preemption = engine.preemption
-    planner = preemption._planner(Cluster(nodes=[], pods=waiting).snap(), "gangplank:default/ring")
+    ring = Cluster(nodes=[], pods=waiting).snap()
+    planner = planner_for(ring, "gangplank:default/ring", preemption.topology)
     in_rack = find_victims(
         snap, pods, 2, engine.placer.free_of(None), candidates, NOW, None, planner
     )
@@ -266,8 +268,8 @@ def test_a_gang_that_requires_its_data_evicts_where_it_is_cached_though_another_
     pods = [pod_from_api(p) for p in waiting]
     candidates = priority_candidates(running_jobs(snap, lambda p: None), None, 100, defaults, NOW)
     engine = Engine()
-    planner = engine.preemption._planner(
-        Cluster(nodes=[], pods=waiting).snap(), "gangplank:default/ring"
+    planner = planner_for(
+        Cluster(nodes=[], pods=waiting).snap(), "gangplank:default/ring", engine.preemption.topology
     )
     found = find_victims(snap, pods, 1, engine.placer.free_of(None), candidates, NOW, None, planner)
     assert found is not None and [j.key for j in found.victims] == ["pod:default/low-0"]
