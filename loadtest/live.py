@@ -36,6 +36,15 @@ def get(url: str) -> Any:
         return json.loads(response.read())
 
 
+def ready(base: str) -> bool:
+    """Whether the server at `base` answers /readyz with 200 (within 2 s)."""
+    try:
+        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
 def wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -34,15 +34,18 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+from extender.service.server import serve_command
 from extender.sim.apiserver import FakeApiServer
-from loadtest.live import free_port
+from extender.sim.http import kubeconfig
+from loadtest.bench import rss_mib
+from loadtest.http_suite import cpu_seconds
+from loadtest.live import free_port, ready
 from loadtest.markdown import machine, write_section
 
 FREE = 25  # nodes with all their GPUs free: where the 8-GPU pod of the check fits
 PER_NODE = 28  # 140,000 pods on 5,000 nodes
 PAGE = 500  # the reflector's page size
 TARGET_SECONDS, TARGET_MIB = 30.0, 1024.0
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def node(index: int) -> dict[str, Any]:
@@ -151,36 +154,6 @@ def passed(base: str, body: bytes) -> list[str] | None:
         return None
 
 
-def ready(base: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
-def rss_mib(pid: int, field: str = "VmRSS") -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User and system CPU seconds the processes `pids` have used so far."""
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / TICKS
-    return total
-
-
 def family(pid: int) -> list[int]:
     children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
     return [pid, *(int(c) for c in children.stdout.split())]
@@ -220,16 +193,9 @@ def list_seconds(base: str, kind: str) -> float:
 
 @contextmanager
 def gangplank(api_url: str, workdir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    kubeconfig = workdir / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
-        f"clusters:\n- name: bench\n  cluster:\n    server: {api_url}\n"
-        "users:\n- name: bench\n  user:\n    token: bench\n"
-        "contexts:\n- name: bench\n  context:\n    cluster: bench\n    user: bench\n"
-    )
+    config = kubeconfig(api_url, workdir)
     port = free_port()
-    command = [sys.executable, "-m", "extender", "serve", "--bind", f"127.0.0.1:{port}",
-               "--kubeconfig", str(kubeconfig), "--log-level", "warning"]  # fmt: skip
+    command = serve_command(port, "--kubeconfig", str(config))
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield f"http://127.0.0.1:{port}", process
@@ -257,7 +223,7 @@ def one_round(
                 raise RuntimeError("gangplank did not answer the filter correctly within 600 s")
             time.sleep(0.1)
         correct_at = time.monotonic() - start
-        cpu = cpu_seconds(family(process.pid))
+        cpu = sum(cpu_seconds(p) for p in family(process.pid))
         mib = peak.stop()
         time.sleep(1.0)  # settled: what it holds while serving
         held = sum(rss_mib(p) for p in family(process.pid))

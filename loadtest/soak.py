@@ -40,7 +40,7 @@ from extender.sim.live import DEMO_SHAPES
 from extender.sim.workload import Mix, generate
 from loadtest.bench import FIXTURE_POD, rss_mib
 from loadtest.http_suite import _worker, cpu_seconds, drive, quantile
-from loadtest.live import free_port
+from loadtest.live import free_port, ready
 
 WINDOW_SECONDS = 30.0
 PROBE_SLOW = 0.5  # a /healthz answer slower than this: the worker's stacks are dumped (py-spy)
@@ -211,7 +211,7 @@ def run(minutes: float, rate: float, node_count: int, logs: Path) -> dict[str, A
     thread = threading.Thread(target=drive_workload, name="workload", daemon=True)
     started = time.monotonic()
     thread.start()
-    while extender.process is None or not _ready(extender.base):
+    while extender.process is None or not ready(extender.base):
         if failure or time.monotonic() - started > 120:
             raise RuntimeError(f"gangplank did not start: {failure}")
         time.sleep(0.5)
@@ -286,14 +286,6 @@ def run(minutes: float, rate: float, node_count: int, logs: Path) -> dict[str, A
 
 def _calls(base: str) -> float:
     return sum(answered_codes(base).values())
-
-
-def _ready(base: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
 
 
 def markdown(result: dict[str, Any]) -> str:
