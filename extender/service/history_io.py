@@ -55,7 +55,7 @@ class HistoryIO:
         self._written_at = float("-inf")  # by `clock`
         self._overwrite = False  # the record read was no history: known once ours replaces it
         if store is not None:
-            scheduler.history_lost = NOT_READ
+            scheduler.history_known(NOT_READ)
 
     def read(self) -> None:
         """The history kept by earlier processes, back in the core (once per lead); raises
