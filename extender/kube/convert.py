@@ -273,7 +273,14 @@ def pod_waiting_reason(status: Mapping[str, Any]) -> str:
 # What a pod's spec (but its nodeName) converts to: requests, priority, schedulerName,
 # nodeSelector, tolerations, required node affinity, schedulingGroup's podGroupName.
 _SpecParts = tuple[
-    dict[str, int], int, str, dict[str, str], tuple[Toleration, ...], tuple[AffinityTerm, ...], str
+    dict[str, int],
+    int,
+    str,
+    dict[str, str],
+    tuple[Toleration, ...],
+    tuple[AffinityTerm, ...],
+    str,
+    bool,
 ]
 SPEC_MEMO_SIZE = 4096
 _spec_memo: dict[int, _SpecParts] = {}
@@ -319,6 +326,20 @@ def _convert_spec(spec: Mapping[str, Any]) -> _SpecParts:
         _tolerations(spec),
         _affinity(spec),
         pod_group if isinstance(pod_group, str) else "",
+        _local_storage(spec),
+    )
+
+
+def _local_storage(spec: Mapping[str, Any]) -> bool:
+    """Whether the pod keeps data on its node that a move would lose: an `emptyDir` or a
+    `hostPath` volume (a local PersistentVolume is not visible from the pod: its claim names no
+    node)."""
+    volumes = spec.get("volumes")
+    if not isinstance(volumes, list):
+        return False
+    return any(
+        isinstance(v, Mapping) and (v.get("emptyDir") is not None or v.get("hostPath") is not None)
+        for v in volumes
     )
 
 
@@ -335,8 +356,8 @@ def pod_from_api(raw: Any) -> PodInfo:
     labels = _string_map(metadata, "labels", mpath)
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
-    requests, priority, scheduler, selector, tolerations, affinity, pod_group = _spec_parts(
-        spec, spec_key(spec)
+    requests, priority, scheduler, selector, tolerations, affinity, pod_group, local = (
+        _spec_parts(spec, spec_key(spec))
     )
     gang = gang_of(labels, annotations, namespace, owner, pod_group)
     return PodInfo(
@@ -363,6 +384,7 @@ def pod_from_api(raw: Any) -> PodInfo:
         ready=pod_ready(status),
         waiting_reason=pod_waiting_reason(status),
         job=gang or single_key(namespace, name),
+        local_storage=local,
     )
 
 

@@ -139,6 +139,21 @@ BAD: list[tuple[str, Any, str]] = [
         policy_doc(queue("research", max={"example.com/fpga": 1.25})),
         "queue research: max.example.com/fpga: '1.25' is not a whole number",
     ),
+    (
+        "a consolidation allow that is not a boolean",
+        policy_doc({"name": "research", "consolidation": {"allow": "yes"}}),
+        "queue research: consolidation.allow: 'yes' must be true or false",
+    ),
+    (
+        "a queue's own moves per minute (a policy-wide budget)",
+        policy_doc({"name": "research", "consolidation": {"movesPerMinute": 3}}),
+        "queue research: consolidation: unknown field 'movesPerMinute'",
+    ),
+    (
+        "a negative moves per minute",
+        {**policy_doc(), "consolidation": {"movesPerMinute": -1}},
+        "consolidation.movesPerMinute: -1 must be 0 to 1000",
+    ),
 ]
 
 
@@ -399,3 +414,40 @@ def test_policy_check_exits_0_for_a_valid_file_and_2_naming_the_mistake(
     missing = tmp_path / "missing.yaml"
     assert main(["policy", "check", str(missing)]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("top", "parent", "child", "movable"),
+    [
+        (None, None, None, False),
+        ({"allow": True}, None, None, True),
+        ({"allow": True}, None, {"allow": False}, False),
+        (None, {"allow": True}, None, True),
+        ({"allow": True}, {"allow": False}, {"allow": True}, True),
+    ],
+    ids=[
+        "no consolidation section: no queue's jobs are moved",
+        "the top level's allow holds for every queue",
+        "a queue's own allow: false wins over the top level",
+        "a child queue takes its parent's allow",
+        "the nearest queue's allow wins",
+    ],
+)
+def test_whether_a_queues_jobs_may_be_moved_is_the_nearest_consolidation_allow(
+    top: dict[str, Any] | None,
+    parent: dict[str, Any] | None,
+    child: dict[str, Any] | None,
+    movable: bool,
+) -> None:
+    ml: dict[str, Any] = {"name": "ml"}
+    vision: dict[str, Any] = {"name": "vision", "parent": "ml", "namespaces": ["vision"]}
+    if parent is not None:
+        ml["consolidation"] = parent
+    if child is not None:
+        vision["consolidation"] = child
+    doc = policy_doc(ml, vision)
+    if top is not None:
+        doc["consolidation"] = top
+    policy = parse_policy(doc)
+    assert policy.movable_queue("vision") is movable
+    assert policy.consolidation.moves_per_minute == 2

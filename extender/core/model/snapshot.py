@@ -103,6 +103,7 @@ class PodInfo:
     ready: bool = False  # the pod's `Ready` condition is "True"
     # The first container (init containers first) waiting with a reason, e.g. ImagePullBackOff.
     waiting_reason: str = ""
+    local_storage: bool = False  # an emptyDir or hostPath volume: data a move would lose
 
     @property
     def key(self) -> str:

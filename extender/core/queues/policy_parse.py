@@ -19,13 +19,30 @@ from extender.core.model.quantity import QuantityError, format_amount
 from extender.core.placement.rules import parse_topology, parse_weights
 from extender.core.queues.lifecycle import LifecycleRules
 from extender.core.queues.lifecycle_parse import check_lifecycles, duration, parse_lifecycle
-from extender.core.queues.policy import Policy, PreemptionRules, QueueSpec
+from extender.core.queues.policy import (
+    MOVES_PER_MINUTE,
+    ConsolidationRules,
+    Policy,
+    PreemptionRules,
+    QueueSpec,
+)
 from extender.core.queues.policy_resources import queue_resource_warnings, resource_amount
 
 API_VERSION = "gangplank.io/v1alpha1"
 KIND = "Policy"
 STATES = ("open", "closed", "draining")
-TOP_KEYS = {"apiVersion", "kind", "queues", "preemption", "topology", "placement", "lifecycle"}
+TOP_KEYS = {
+    "apiVersion",
+    "kind",
+    "queues",
+    "preemption",
+    "topology",
+    "placement",
+    "lifecycle",
+    "consolidation",
+}
+CONSOLIDATION_KEYS = {"allow"}
+TOP_CONSOLIDATION_KEYS = {"allow", "movesPerMinute"}
 PREEMPTION_KEYS = {"withinQueue", "reclaimable", "minRuntime", "gracePeriodSeconds"}
 TOP_PREEMPTION_KEYS = {"evictionsPerMinute", "minRuntime", "gracePeriodSeconds"}
 QUEUE_KEYS = {
@@ -40,6 +57,7 @@ QUEUE_KEYS = {
     "description",
     "preemption",
     "lifecycle",
+    "consolidation",
 }
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _RESOURCE = re.compile(
@@ -118,6 +136,31 @@ def _rules(
     return rules, raw
 
 
+def _consolidation(raw: Any, source: str, where: str, keys: set[str]) -> Mapping[str, Any]:
+    """A `consolidation:` section, its keys and `allow` checked."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail(source, where, f"must be a map ({', '.join(sorted(keys))})")
+    unknown = sorted(str(k) for k in raw if k not in keys)
+    if unknown:
+        raise _fail(
+            source, where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(keys))})"
+        )
+    allow = raw.get("allow")
+    if allow is not None and not isinstance(allow, bool):
+        raise _fail(source, f"{where}.allow", f"{allow!r} must be true or false")
+    return raw
+
+
+def _top_consolidation(raw: Any, source: str) -> ConsolidationRules:
+    found = _consolidation(raw, source, "consolidation", TOP_CONSOLIDATION_KEYS)
+    rate = found.get("movesPerMinute", MOVES_PER_MINUTE)
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 0 <= rate <= 1_000:
+        raise _fail(source, "consolidation.movesPerMinute", f"{rate!r} must be 0 to 1000")
+    return ConsolidationRules(bool(found.get("allow", False)), rate)
+
+
 def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> QueueSpec:
     if not isinstance(raw, Mapping):
         raise _fail(source, f"queues[{index}]", "must be a map with at least a name")
@@ -168,6 +211,9 @@ def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> Queu
         lifecycle=parse_lifecycle(
             raw.get("lifecycle"), f"{where}: lifecycle", partial(_fail, source)
         ),
+        movable=_consolidation(
+            raw.get("consolidation"), source, f"{where}: consolidation", CONSOLIDATION_KEYS
+        ).get("allow"),
     )
 
 
@@ -215,7 +261,10 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
     warnings = queue_resource_warnings(queues, source, ())
     top_lifecycle = parse_lifecycle(data.get("lifecycle"), "lifecycle", fail)
     lifecycle = top_lifecycle.over(LifecycleRules()) if top_lifecycle is not None else None
-    policy = Policy(queues, source, defaults, rate, topology, weights, warnings, lifecycle)
+    consolidation = _top_consolidation(data.get("consolidation"), source)
+    policy = Policy(
+        queues, source, defaults, rate, topology, weights, warnings, lifecycle, consolidation
+    )
     check_lifecycles(policy, fail)
     return policy
 
