@@ -356,8 +356,8 @@ def pod_from_api(raw: Any) -> PodInfo:
     labels = _string_map(metadata, "labels", mpath)
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
-    requests, priority, scheduler, selector, tolerations, affinity, pod_group, local = (
-        _spec_parts(spec, spec_key(spec))
+    requests, priority, scheduler, selector, tolerations, affinity, pod_group, local = _spec_parts(
+        spec, spec_key(spec)
     )
     gang = gang_of(labels, annotations, namespace, owner, pod_group)
     return PodInfo(
