@@ -82,7 +82,6 @@ class Move:
 @dataclass
 class ConsolidationOutcomes:
     plans: Counter[str] = field(default_factory=Counter)  # made, dropped, refused
-    moves: Counter[str] = field(default_factory=Counter)  # outcome -> jobs (service-counted)
 
 
 @dataclass
@@ -354,7 +353,8 @@ class Consolidation:
                 gpu_seconds=p.gpu_seconds(now),
                 message=f"evicted by gangplank to move it: {message} (its controller recreates "
                 "it there)",
-                preemptor=(waiting.namespace, waiting.name),
+                # told itself, so no Preempting Event: the waiting job is told by PLANNED
+                preemptor=(p.namespace, p.name),
                 preemptor_message=message,
                 plan=job_key(waiting),
             )

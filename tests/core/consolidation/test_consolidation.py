@@ -20,29 +20,33 @@ from tests.cluster import Cluster
 QUEUE = "gangplank.io/queue"
 CREATED = 1_796_119_200.0
 NOW = CREATED + 3600.0
-MOVABLE = {"gangplank.io/movable": "true"}
 
 
-def replica(name: str, on: str, gpu: int = 2, **labels: str) -> dict[str, Any]:
-    """A running pod of ReplicaSet `name` (its controller recreates it when evicted)."""
+def labels(movable: str) -> dict[str, str]:
+    return {QUEUE: "ml", **({"gangplank.io/movable": movable} if movable else {})}
+
+
+def replica(name: str, on: str, movable: str = "") -> dict[str, Any]:
+    """A running 2-GPU pod of ReplicaSet `name` (its controller recreates it when evicted);
+    `movable`: its gangplank.io/movable label ("": none)."""
     return pod(
         f"{name}-x1",
-        gpu=gpu,
+        gpu=2,
         node=on,
         phase="Running",
-        labels={QUEUE: "ml", **labels},
+        labels=labels(movable),
         owner=("apps/v1", "ReplicaSet", name),
     )
 
 
-def batch_job(name: str, on: str, gpu: int = 2, **labels: str) -> dict[str, Any]:
-    """A running pod of batch/v1 Job `name` (parallelism 1)."""
+def batch_job(name: str, on: str, movable: str = "") -> dict[str, Any]:
+    """A running 2-GPU pod of batch/v1 Job `name` (parallelism 1)."""
     return pod(
         f"{name}-abcde",
-        gpu=gpu,
+        gpu=2,
         node=on,
         phase="Running",
-        labels={QUEUE: "ml", **labels},
+        labels=labels(movable),
         job=name,
     )
 
@@ -80,7 +84,7 @@ def one_pass(co: Engine, c: Cluster, now: float = NOW) -> list[Move]:
 def test_two_movable_jobs_move_to_planned_nodes_and_the_8_gpu_pod_gets_the_node_they_leave() -> (
     None
 ):
-    c = scattered(replica("a", "n1", **MOVABLE), replica("b", "n1", **MOVABLE))
+    c = scattered(replica("a", "n1", movable="true"), replica("b", "n1", movable="true"))
     co = engine()
     [move] = one_pass(co, c)
     assert move.key == "pod:default/big"
@@ -107,7 +111,7 @@ def test_two_movable_jobs_move_to_planned_nodes_and_the_8_gpu_pod_gets_the_node_
 
 
 def test_the_waiting_pod_waits_for_the_moved_pods_to_leave_with_a_reason_saying_so() -> None:
-    c = scattered(replica("a", "n1", **MOVABLE), replica("b", "n1", **MOVABLE))
+    c = scattered(replica("a", "n1", movable="true"), replica("b", "n1", movable="true"))
     co = engine()
     one_pass(co, c)
     snapshot = c.snap()
@@ -120,13 +124,13 @@ def test_the_waiting_pod_waits_for_the_moved_pods_to_leave_with_a_reason_saying_
 
 
 def test_a_moved_jobs_new_pod_takes_the_place_kept_for_it_and_no_other() -> None:
-    a, b = replica("a", "n1", **MOVABLE), replica("b", "n1", **MOVABLE)
+    a, b = replica("a", "n1", movable="true"), replica("b", "n1", movable="true")
     c = scattered(a, b)
     co = engine()
     [move] = one_pass(co, c)
     target = next(j for j in move.jobs if j.key == "pod:default/a-x1").targets
     c.delete("pods", a)
-    new = pod("a-x2", gpu=2, labels={QUEUE: "ml", **MOVABLE}, owner=("apps/v1", "ReplicaSet", "a"))
+    new = pod("a-x2", gpu=2, labels=labels("true"), owner=("apps/v1", "ReplicaSet", "a"))
     c.add("pods", new)
     snapshot = c.snap()
     result = co.filter(snapshot, pod_from_api(new), sorted(snapshot.nodes), NOW + 5)
@@ -136,7 +140,7 @@ def test_a_moved_jobs_new_pod_takes_the_place_kept_for_it_and_no_other() -> None
 
 
 def test_a_batch_job_is_moved_by_suspending_it_with_a_kept_record_that_spends_no_requeue() -> None:
-    c = scattered(batch_job("a", "n1", **MOVABLE), batch_job("b", "n1", **MOVABLE))
+    c = scattered(batch_job("a", "n1", movable="true"), batch_job("b", "n1", movable="true"))
     c.add("jobs", job("a", 1), job("b", 1))
     co = engine()
     [move] = one_pass(co, c)
@@ -155,15 +159,15 @@ def test_a_batch_job_is_moved_by_suspending_it_with_a_kept_record_that_spends_no
         ((replica("a", "n1"), replica("b", "n1")), False, ()),
         ((blocker("a", "n1", 2), blocker("b", "n1", 2)), True, ()),
         (
-            (replica("a", "n1", **MOVABLE), replica("b", "n1", **MOVABLE)),
+            (replica("a", "n1", movable="true"), replica("b", "n1", movable="true")),
             False,
             (blocker("y2", "n2", 2), blocker("y3", "n3", 2)),
         ),
-        ((replica("a", "n1", **MOVABLE), blocker("b", "n1", 2)), False, ()),
+        ((replica("a", "n1", movable="true"), blocker("b", "n1", 2)), False, ()),
         (
             (
-                replica("a", "n1", **{"gangplank.io/movable": "false"}),
-                replica("b", "n1", **{"gangplank.io/movable": "false"}),
+                replica("a", "n1", movable="false"),
+                replica("b", "n1", movable="false"),
             ),
             True,
             (),
@@ -198,17 +202,19 @@ def test_a_pod_with_local_storage_moves_only_when_labelled_movable() -> None:
 
     c = scattered(scratch(replica("a", "n1")), scratch(replica("b", "n1")))
     assert one_pass(engine(allow=True), c) == []
-    c = scattered(scratch(replica("a", "n1", **MOVABLE)), scratch(replica("b", "n1", **MOVABLE)))
+    c = scattered(
+        scratch(replica("a", "n1", movable="true")), scratch(replica("b", "n1", movable="true"))
+    )
     assert len(one_pass(engine(allow=True), c)) == 1
 
 
 def test_no_more_jobs_move_in_a_minute_than_moves_per_minute() -> None:
-    c = scattered(replica("a", "n1", **MOVABLE), replica("b", "n1", **MOVABLE))
+    c = scattered(replica("a", "n1", movable="true"), replica("b", "n1", movable="true"))
     assert one_pass(engine(moves=1), c) == [], "the plan needs two moves, the budget is one"
 
 
 def test_a_job_moved_is_not_moved_again_for_a_while() -> None:
-    c = scattered(replica("a", "n1", **MOVABLE), replica("b", "n1", **MOVABLE))
+    c = scattered(replica("a", "n1", movable="true"), replica("b", "n1", movable="true"))
     co = engine()
     [move] = one_pass(co, c)
     co.consolidation.refused(move.key)  # a disruption budget: the plan is dropped
@@ -217,8 +223,7 @@ def test_a_job_moved_is_not_moved_again_for_a_while() -> None:
 
 
 def test_consolidation_comes_before_preemption() -> None:
-    low = {**MOVABLE}
-    c = scattered(replica("a", "n1", **low), replica("b", "n1", **low))
+    c = scattered(replica("a", "n1", movable="true"), replica("b", "n1", movable="true"))
     co = engine()
     big = pod_from_api(BIG)
     # kube-scheduler proposes evicting the two lower-priority pods on n1 for `big`
