@@ -129,3 +129,31 @@ def test_nothing_moves_when_the_candidates_are_not_movable(api: FakeApiServer) -
         assert bound(api, "big") is None
         assert suspend_flags(api, "a") == suspend_flags(api, "b") == []
         assert events(api, "ConsolidationPlanned") == []
+
+
+def test_a_disruption_budget_on_one_moved_job_drops_the_whole_plan_and_nothing_moves(
+    api: FakeApiServer,
+) -> None:
+    scattered(api, movable=True)
+    with api.cond:
+        api.state.budgets += [("default", {"batch.kubernetes.io/job-name": "a"})]
+    with (
+        Kubelets(api),
+        JobController(api, scale=0.01) as jobs,
+        Extender(api, CONFIG, policy=policy()) as extender,
+    ):
+        scheduler = KubeScheduler(api, extender)
+        scheduler.settle(timeout=20, until=lambda: on_n0(jobs))
+        fragment(api, priority=0)
+        metrics = extender.metrics
+        scheduler.settle(
+            timeout=20,
+            until=lambda: 'gangplank_consolidation_plans_total{outcome="refused"}' in metrics(),
+        )
+        scheduler.settle(timeout=2, until=lambda: False)  # more passes: no retry against it
+        assert suspend_flags(api, "a") == suspend_flags(api, "b") == []
+        assert on_n0(jobs) and bound(api, "big") is None
+        assert (
+            'gangplank_consolidation_moves_total{outcome="blocked",way="suspend"} 1.0' in metrics()
+        )
+        assert 'gangplank_consolidation_plans_total{outcome="refused"} 1.0' in metrics()
