@@ -13,6 +13,7 @@ from extender.core.consolidation.movable import Way
 from extender.core.engine import Engine
 from extender.core.model.answers import Victims
 from extender.core.queues.policy_parse import parse_policy
+from extender.core.report.why import explain
 from extender.kube.convert import pod_from_api
 from tests.builders import job, node, pod, policy_doc, queue
 from tests.cluster import Cluster
@@ -232,3 +233,16 @@ def test_consolidation_comes_before_preemption() -> None:
     assert co.preempt(snapshot, big, {"n1": victims}, NOW) == {}
     assert co.consolidation.moving("pod:default/big")
     assert co.preemption.take_evictions() == []
+
+
+def test_gangplank_why_says_the_waiting_pod_waits_for_the_jobs_moved_for_it() -> None:
+    c = scattered(replica("a", "n1", movable="true"), replica("b", "n1", movable="true"))
+    co = engine()
+    one_pass(co, c)
+    snapshot = c.snap()
+    why = explain(co, snapshot, pod_from_api(BIG), NOW + 1)
+    assert why["line"].startswith(
+        "pod default/big, queue ml; planned on n1, waiting for the 2 job(s) "
+        "gangplank moves for it: moves pod default/a-x1 (2 GPUs) from node n1 to n"
+    )
+    assert len(why["moves"]) == 2
