@@ -112,6 +112,9 @@ class Consolidation:
         self._tried: dict[str, tuple[object, ...]] = {}  # job -> the state nothing was found on
         self._moves: list[Move] = []  # decided, not taken by the service yet
         self.outcomes = ConsolidationOutcomes()
+        # Whether someone carries the moves out: set by the service (`service/moves.py`); off,
+        # nothing is planned (the simulator, which does not move jobs yet).
+        self.active = False
 
     # ---- the budget ------------------------------------------
     def budget_left(self, policy: Policy | None, now: float) -> int:
@@ -133,7 +136,7 @@ class Consolidation:
     ) -> bool:
         """Plan moves after which job `key` (its pending `pods`, `needed` of them) fits; True
         when a plan was made (its place and the moved jobs' new places are reserved)."""
-        if key in self._reservations or key in self._flights or not pods:
+        if not self.active or key in self._reservations or key in self._flights or not pods:
             return False
         budget = self.budget_left(policy, now)
         pending = sorted(pods, key=lambda p: (p.created, p.name))[:needed]

@@ -74,6 +74,7 @@ def engine(allow: bool = False, moves: int | None = None, **doc: Any) -> Engine:
     raw = {**policy_doc(queue("ml", namespaces=["default"])), "consolidation": top, **doc}
     co = Engine(policy=parse_policy(raw, "policy.yaml"))
     co.lifecycle.suspend_workloads = True  # as the service runs it
+    co.consolidation.active = True
     return co
 
 
@@ -246,3 +247,11 @@ def test_gangplank_why_says_the_waiting_pod_waits_for_the_jobs_moved_for_it() ->
         "gangplank moves for it: moves pod default/a-x1 (2 GPUs) from node n1 to n"
     )
     assert len(why["moves"]) == 2
+
+
+def test_nothing_is_planned_where_nobody_carries_moves_out() -> None:
+    c = scattered(replica("a", "n1", movable="true"), replica("b", "n1", movable="true"))
+    co = engine()
+    co.consolidation.active = False  # the simulator
+    assert one_pass(co, c) == []
+    assert co.reservations.get("pod:default/big") is None
