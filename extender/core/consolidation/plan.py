@@ -10,13 +10,16 @@ moved pod with no new place, or more jobs than `limit` gives None, and nothing s
 
 It counts GPUs only, each pod on one node, and re-places a moved gang pod by pod (its topology is
 not kept): the caller passes only jobs for which that is acceptable. Cost: one pass over the
-nodes per waiting pod to rank them by what must move (from a per-node index of the movable
-jobs), then new places found in buckets of free GPU counts, so an 8-GPU pod on 5,000 nodes is
-planned in milliseconds (`loadtest/bench.py`, row "consolidation plan").
+nodes to rank them by what must move (from a per-node index of the movable jobs), kept for the
+waiting job's other pods of the same size and brought up to date only on the nodes a move or a
+placement touched since; new places are found in buckets of free GPU counts
+(`loadtest/consolidation.py`: an 8-GPU pod, and a gang of 4 x 8 GPUs, on 5,000 nodes).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +30,9 @@ Move = tuple[str, dict[str, tuple[str, str]]]
 Movable = Mapping[str, Mapping[str, tuple[str, int]]]
 
 TRIES = 64  # ranked nodes whose moved jobs are re-placed before the pod is given up on
+
+# A node ranked for a pod: (jobs moved, GPUs moved, node, the jobs)
+Ranked = tuple[int, int, str, list[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +70,18 @@ class _Free:
         return None
 
 
-def _on_node(movable: Movable) -> dict[str, dict[str, int]]:
-    """node -> movable job -> the GPUs it holds there."""
+def _on_node(movable: Movable) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """(node -> movable job -> the GPUs it holds there, job -> the GPUs it holds), in one pass."""
     index: dict[str, dict[str, int]] = defaultdict(dict)
+    sizes: dict[str, int] = {}
     for key, pods in movable.items():
+        size = 0
         for node, gpus in pods.values():
-            index[node][key] = index[node].get(key, 0) + gpus
-    return index
+            here = index[node]
+            here[key] = here.get(key, 0) + gpus
+            size += gpus
+        sizes[key] = size
+    return index, sizes
 
 
 def _fewest_jobs(deficit: int, here: Mapping[str, int], sizes: Mapping[str, int]) -> list[str]:
@@ -128,72 +139,106 @@ def plan_moves(
     most jobs moved. None when no plan within the limit makes the whole job fit.
     """
     free = _Free(free_of)
-    index = _on_node(movable_jobs)
-    sizes = {key: sum(g for _, g in pods.values()) for key, pods in movable_jobs.items()}
-    gone: set[str] = set()  # jobs moved by this plan
-    emptied: set[str] = set()  # nodes holding the waiting job's pods
+    rooms = _Rooms(free, movable_jobs)
     assignments: dict[str, str] = {}
     moves: list[Move] = []
     for uid, gpus in sorted(job_pods, key=lambda pod: (-pod[1], pod[0])):
-        node = free.best_fit(gpus, emptied)
+        node = free.best_fit(gpus, rooms.emptied)
         if node is None:
-            found = _make_room(
-                gpus, free, index, sizes, gone, emptied, movable_jobs, limit - len(moves)
-            )
+            found = rooms.make_room(gpus, limit - len(moves))
             if found is None:
                 return None
             node, new_moves = found
             moves += new_moves
-            gone.update(key for key, _ in new_moves)
         free.take(node, gpus)
-        emptied.add(node)
+        rooms.place(node)
         assignments[uid] = node
-    moved = sum(sizes[key] for key, _ in moves)
+    moved = sum(rooms.sizes[key] for key, _ in moves)
     return MovePlan(tuple(moves), assignments, moved)
 
 
-def _make_room(
-    gpus: int,
-    free: _Free,
-    index: Mapping[str, Mapping[str, int]],
-    sizes: Mapping[str, int],
-    gone: set[str],
-    emptied: set[str],
-    movable: Movable,
-    budget: int,
-) -> tuple[str, list[Move]] | None:
-    """The node for a pod of `gpus` once the fewest jobs leave it, with their moves (charged)."""
-    if budget <= 0:
+class _Rooms:
+    """Where a waiting pod of some size gets room, ranked once per size and kept up to date:
+    a node's rank changes only when its free GPUs or its jobs do, so each later pod of the job
+    ranks again only the nodes touched since (`dirty`, in the order they were touched)."""
+
+    def __init__(self, free: _Free, movable: Movable):
+        self.free = free
+        self.index, self.sizes = _on_node(movable)
+        self.movable = movable
+        self.gone: set[str] = set()  # jobs moved by this plan
+        self.emptied: set[str] = set()  # nodes holding the waiting job's pods
+        self.dirty: list[str] = []  # nodes touched, in order
+        # (pod size, several moves) -> (how much of `dirty` it saw, its ranks)
+        self._ranked: dict[tuple[int, bool], tuple[int, list[Ranked]]] = {}
+
+    def place(self, node: str) -> None:
+        self.emptied.add(node)
+        self.dirty.append(node)
+
+    def make_room(self, gpus: int, budget: int) -> tuple[str, list[Move]] | None:
+        """The node for a pod of `gpus` once the fewest jobs leave it, with their moves (charged
+        to `free`)."""
+        if budget <= 0:
+            return None
+        ranked = self._ranks(gpus, budget, several=False)
+        if not ranked and budget > 1:
+            ranked = self._ranks(gpus, budget, several=True)
+        for _, _, node, keys in ranked:
+            # What the moved jobs hold on this node comes free for the waiting pod; elsewhere
+            # their pods' GPUs are not counted as free (each move stands on capacity free now).
+            moves = _rehome(keys, self.movable, self.free, self.emptied | {node})
+            if moves is not None:
+                self.free.take(node, -sum(self.index[node][k] for k in keys))
+                self.gone.update(keys)
+                for _, targets in moves:
+                    for old, new in targets.values():
+                        self.dirty += (old, new)
+                return node, moves
         return None
-    ranked: list[tuple[int, int, str, list[str]]] = []
-    # One job moved is the fewest there can be: look for it first, in one cheap pass.
-    for node, jobs in index.items():
-        deficit = gpus - free.of.get(node, 0)
-        if deficit <= 0 or node in emptied:
-            continue
-        best = min(
-            ((sizes[key], key) for key, got in jobs.items() if got >= deficit and key not in gone),
-            default=None,
-        )
-        if best is not None:
-            ranked.append((1, best[0], node, [best[1]]))
-    if not ranked and budget > 1:
-        for node, jobs in index.items():
+
+    def _ranks(self, gpus: int, budget: int, several: bool) -> list[Ranked]:
+        """The first TRIES ranks for a pod of `gpus`: those kept for untouched nodes that still
+        hold, and the nodes touched since ranked again, in order."""
+        found = self._ranked.get((gpus, several))
+        if found is None:
+            kept, touched = self._rank(gpus, self.index, several), set()
+        else:
+            kept, touched = found[1], set(self.dirty[found[0] :])
+        fresh = self._rank(gpus, touched, several)
+        holding = [
+            r
+            for r in kept
+            if r[2] not in touched and r[2] not in self.emptied and self.gone.isdisjoint(r[3])
+        ]
+        self._ranked[gpus, several] = (len(self.dirty), list(heapq.merge(holding, fresh)))
+        usable = (r for r in holding if r[0] <= budget)
+        first = list(itertools.islice(usable, TRIES))
+        return heapq.nsmallest(TRIES, first + [r for r in fresh if r[0] <= budget])
+
+    def _rank(self, gpus: int, nodes: Iterable[str], several: bool = False) -> list[Ranked]:
+        """`nodes` ranked for a pod of `gpus` by what must move off them: one job (the smallest
+        that is enough), or with `several`, the fewest jobs (`_fewest_jobs`)."""
+        free, index, sizes, gone = self.free, self.index, self.sizes, self.gone
+        ranked: list[Ranked] = []
+        for node in nodes:
+            jobs = index.get(node)
             deficit = gpus - free.of.get(node, 0)
-            if deficit <= 0 or node in emptied:
+            if jobs is None or deficit <= 0 or node in self.emptied:
                 continue
-            here = {key: got for key, got in jobs.items() if key not in gone} if gone else jobs
+            if not several:
+                best = min(
+                    ((sizes[k], k) for k, got in jobs.items() if got >= deficit and k not in gone),
+                    default=None,
+                )
+                if best is not None:
+                    ranked.append((1, best[0], node, [best[1]]))
+                continue
+            here = {k: got for k, got in jobs.items() if k not in gone} if gone else jobs
             if sum(here.values()) < deficit:
                 continue
             keys = _fewest_jobs(deficit, here, sizes)
-            if keys and len(keys) <= budget:
+            if keys:
                 ranked.append((len(keys), sum(sizes[k] for k in keys), node, keys))
-    ranked.sort(key=lambda r: r[:3])
-    for _, _, node, keys in ranked[:TRIES]:
-        # What the moved jobs hold on this node comes free for the waiting pod; elsewhere their
-        # pods' GPUs are not counted as free (each move stands on capacity free now).
-        moves = _rehome(keys, movable, free, emptied | {node})
-        if moves is not None:
-            free.take(node, -sum(index[node][k] for k in keys))
-            return node, moves
-    return None
+        ranked.sort(key=lambda r: r[:3])
+        return ranked
