@@ -451,3 +451,22 @@ def test_whether_a_queues_jobs_may_be_moved_is_the_nearest_consolidation_allow(
     policy = parse_policy(doc)
     assert policy.movable_queue("vision") is movable
     assert policy.consolidation.moves_per_minute == 2
+
+
+def test_policy_check_shows_which_queues_jobs_may_be_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "consolidation: {movesPerMinute: 3}\n"
+        "queues:\n"
+        "  - {name: research, namespaces: [research], consolidation: {allow: true}}\n"
+        "  - {name: prod, namespaces: [prod], consolidation: {allow: false}}\n"
+    )
+    assert main(["policy", "check", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  research: guarantee -; max -; namespaces research; its jobs may be moved",
+        "  prod: guarantee -; max -; namespaces prod; its jobs stay",
+        "  consolidation (top level): labelled jobs and the queues' above may be moved to make "
+        "room, at most 3 a minute",
+    ]
