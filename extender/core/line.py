@@ -296,11 +296,15 @@ class Line:
             engine.preemption.plan(snapshot, job.key, pending, needed, job.queue, now, policy, book)
 
     def _line(self, book: QueueBook, now: float) -> Iterator[WaitingJob]:
-        """The first HEAD_TRIES waiting jobs in fair order, those with a plan, and those a
-        lifecycle rule holds back (a requeue's backoff, held), left out."""
+        """The first HEAD_TRIES waiting jobs in fair order, those with a plan, those a
+        lifecycle rule holds back (a requeue's backoff, held) and a moved job's new pods (their
+        places are kept) left out."""
         engine = self._engine
+        moves = engine.consolidation
         for job in itertools.islice(fair_order(book), HEAD_TRIES):
-            if job.key not in engine.reservations and not engine.lifecycle.holds_back(job.key, now):
+            if job.key in engine.reservations or engine.lifecycle.holds_back(job.key, now):
+                continue
+            if not any(moves.kept_for(p) for p in job.pods[:1]):  # a moved job's new pods
                 yield job
 
     def admissible(self, book: QueueBook, now: float) -> Iterator[WaitingJob]:

@@ -386,6 +386,13 @@ class Consolidation:
                 return plan
         return None
 
+    def kept_for(self, pod: PodInfo) -> bool:
+        """Whether a place is kept for `pod` (a new pod of a moved job): the fair line leaves
+        it out, kube-scheduler brings it to its place."""
+        if not self._slots or pod.owner is None:
+            return False
+        return self._slots.get((pod.namespace, pod.owner.uid)) in self._reservations
+
     # ---- what changes under a plan ------------------------------------------
     def sync(self, snapshot: Snapshot, now: float) -> None:
         """Plans whose waiting job started, went or lost its plan are done (the reservations

@@ -255,3 +255,18 @@ def test_nothing_is_planned_where_nobody_carries_moves_out() -> None:
     co.consolidation.active = False  # the simulator
     assert one_pass(co, c) == []
     assert co.reservations.get("pod:default/big") is None
+
+
+def test_a_moved_jobs_new_pod_is_left_out_of_the_fair_line_its_place_is_kept() -> None:
+    a, b = replica("a", "n1", movable="true"), replica("b", "n1", movable="true")
+    c = scattered(a, b)
+    co = engine()
+    one_pass(co, c)
+    c.delete("pods", a)
+    new = pod("a-x2", gpu=2, labels=labels("true"), owner=("apps/v1", "ReplicaSet", "a"))
+    c.add("pods", new)
+    snapshot = c.snap()
+    assert co.consolidation.kept_for(pod_from_api(new))
+    book = co.book_for(snapshot)
+    assert "pod:default/a-x2" in book.waiting_keys
+    assert "pod:default/a-x2" not in [j.key for j in co.line.admissible(book, NOW + 5)]
