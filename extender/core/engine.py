@@ -230,6 +230,7 @@ class Engine:
         self.now = now
         if stale:
             return {}  # no one is evicted on a stale view
+        self.sync(snapshot, now)  # plans whose members all bound are gone (consolidation asks)
         return self.line.preempt(snapshot, pod, candidates, now)
 
     # ---- the periodic pass ------------------------------------------

@@ -18,7 +18,7 @@ from extender.core.gangs.placer import GangConfig
 from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import parse_policy
 from tests.builders import pod, policy_doc, queue
-from tests.e2e.test_lifecycle_scenarios import QUEUE, Kubelets, add_nodes
+from tests.e2e.test_lifecycle_scenarios import QUEUE, Kubelets, add_nodes, wait_for
 from tests.fakeapi import FakeApiServer
 from tests.job_controller import JobController, batch_job
 from tests.scheduler_sim import Extender, KubeScheduler
@@ -63,12 +63,21 @@ def scattered(api: FakeApiServer, movable: bool) -> None:
         api.put("jobs", batch_job(name, 1, gpu=2, labels=labels))
 
 
-def fragment(api: FakeApiServer, priority: int = 10) -> None:
-    """n1 and n2 keep 2 GPUs free each, and the 8-GPU pod `big` comes (at priority 10
-    kube-scheduler's own preemption could take a and b for it)."""
+def fragment(api: FakeApiServer, extender: Extender, priority: int = 10) -> None:
+    """n1 and n2 keep 2 GPUs free each, and once gangplank's cache shows it, the 8-GPU pod `big`
+    comes (at priority 10 kube-scheduler's own preemption could take a and b for it, or the pods
+    on n1 and n2)."""
     for name in ("n1", "n2"):
         api.delete("pods", "default", f"full-{name}")
         api.put("pods", pod(f"stays-{name}", gpu=6, node=name, phase="Running"))
+
+    def seen() -> bool:
+        nodes = extender.store.snapshot().nodes
+        return all(
+            [p.name for p in nodes[n].pods] == [f"stays-{n}"] for n in ("n1", "n2") if n in nodes
+        )
+
+    wait_for(seen, timeout=10)
     api.put("pods", pod("big", gpu=8, priority=priority, labels={QUEUE: "ml"}))
 
 
@@ -86,14 +95,23 @@ def test_two_movable_jobs_are_moved_to_planned_nodes_the_8_gpu_pod_starts_and_th
         Extender(api, CONFIG, policy=policy()) as extender,
     ):
         scheduler = KubeScheduler(api, extender)
-        scheduler.settle(timeout=20, until=lambda: on_n0(jobs))
-        fragment(api)
+        scheduler.settle(timeout=40, until=lambda: on_n0(jobs))
+        fragment(api, extender)
 
         def done() -> bool:
             moved = sorted(job_nodes(jobs, "a") + job_nodes(jobs, "b"))
             return bound(api, "big") == "n0" and moved == ["n1", "n2"]
 
-        scheduler.settle(timeout=30, until=done)
+        scheduler.settle(timeout=60, until=done)
+        with api.cond:
+            seen = sorted(
+                (p["metadata"]["name"], p["spec"].get("nodeName"), p["status"].get("phase"))
+                for p in api.state.objects["pods"].values()
+            )
+        assert done(), seen
+        # Events are posted by the events worker after the pass that decided them
+        wait_for(lambda: bool(events(api, "ConsolidationPlanned")), timeout=10)
+        wait_for(lambda: bool(events(api, "ConsolidationMove")), timeout=10)
         [planned] = events(api, "ConsolidationPlanned")
         assert planned.startswith(
             "pod default/big (8 GPUs in one node) fits once gangplank moves 2 job(s)"
@@ -123,8 +141,8 @@ def test_nothing_moves_when_the_candidates_are_not_movable(api: FakeApiServer) -
         Extender(api, CONFIG, policy=policy()) as extender,
     ):
         scheduler = KubeScheduler(api, extender)
-        scheduler.settle(timeout=20, until=lambda: on_n0(jobs))
-        fragment(api, priority=0)
+        scheduler.settle(timeout=40, until=lambda: on_n0(jobs))
+        fragment(api, extender, priority=0)
         scheduler.settle(timeout=3, until=lambda: False)  # many passes
         assert bound(api, "big") is None
         assert suspend_flags(api, "a") == suspend_flags(api, "b") == []
@@ -143,8 +161,8 @@ def test_a_disruption_budget_on_one_moved_job_drops_the_whole_plan_and_nothing_m
         Extender(api, CONFIG, policy=policy()) as extender,
     ):
         scheduler = KubeScheduler(api, extender)
-        scheduler.settle(timeout=20, until=lambda: on_n0(jobs))
-        fragment(api, priority=0)
+        scheduler.settle(timeout=40, until=lambda: on_n0(jobs))
+        fragment(api, extender, priority=0)
         metrics = extender.metrics
         scheduler.settle(
             timeout=20,
