@@ -9,7 +9,9 @@ node, and an 8-GPU pod waits. Slow (`make test-slow`): each scenario takes secon
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -85,10 +87,9 @@ def on_n0(jobs: JobController) -> bool:
     return job_nodes(jobs, "a") + job_nodes(jobs, "b") == ["n0", "n0"]
 
 
-def test_two_movable_jobs_are_moved_to_planned_nodes_the_8_gpu_pod_starts_and_they_run_again_unfailed(  # noqa: E501
-    api: FakeApiServer,
-) -> None:
-    scattered(api, movable=True)
+@contextlib.contextmanager
+def running(api: FakeApiServer) -> Iterator[tuple[JobController, Extender, KubeScheduler]]:
+    """The stand-ins and gangplank, once Jobs a and b run on n0."""
     with (
         Kubelets(api),
         JobController(api, scale=0.01) as jobs,
@@ -96,6 +97,14 @@ def test_two_movable_jobs_are_moved_to_planned_nodes_the_8_gpu_pod_starts_and_th
     ):
         scheduler = KubeScheduler(api, extender)
         scheduler.settle(timeout=40, until=lambda: on_n0(jobs))
+        yield jobs, extender, scheduler
+
+
+def test_two_movable_jobs_are_moved_to_planned_nodes_the_8_gpu_pod_starts_and_they_run_again_unfailed(  # noqa: E501
+    api: FakeApiServer,
+) -> None:
+    scattered(api, movable=True)
+    with running(api) as (jobs, extender, scheduler):
         fragment(api, extender)
 
         def done() -> bool:
@@ -135,13 +144,7 @@ def test_two_movable_jobs_are_moved_to_planned_nodes_the_8_gpu_pod_starts_and_th
 
 def test_nothing_moves_when_the_candidates_are_not_movable(api: FakeApiServer) -> None:
     scattered(api, movable=False)
-    with (
-        Kubelets(api),
-        JobController(api, scale=0.01) as jobs,
-        Extender(api, CONFIG, policy=policy()) as extender,
-    ):
-        scheduler = KubeScheduler(api, extender)
-        scheduler.settle(timeout=40, until=lambda: on_n0(jobs))
+    with running(api) as (_, extender, scheduler):
         fragment(api, extender, priority=0)
         scheduler.settle(timeout=3, until=lambda: False)  # many passes
         assert bound(api, "big") is None
@@ -155,13 +158,7 @@ def test_a_disruption_budget_on_one_moved_job_drops_the_whole_plan_and_nothing_m
     scattered(api, movable=True)
     with api.cond:
         api.state.budgets += [("default", {"batch.kubernetes.io/job-name": "a"})]
-    with (
-        Kubelets(api),
-        JobController(api, scale=0.01) as jobs,
-        Extender(api, CONFIG, policy=policy()) as extender,
-    ):
-        scheduler = KubeScheduler(api, extender)
-        scheduler.settle(timeout=40, until=lambda: on_n0(jobs))
+    with running(api) as (jobs, extender, scheduler):
         fragment(api, extender, priority=0)
         metrics = extender.metrics
         scheduler.settle(

@@ -104,18 +104,31 @@ def _names(
     return tuple(raw)
 
 
-def _rules(
-    raw: Any, source: str, where: str, keys: set[str], base: PreemptionRules
-) -> tuple[PreemptionRules, Mapping[str, Any]]:
-    if raw is None:
-        return base, {}
-    if not isinstance(raw, Mapping):
-        raise _fail(source, where, f"must be a map ({', '.join(sorted(keys))})")
+def _known(raw: Mapping[Any, Any], source: str, where: str, keys: set[str]) -> None:
+    """Refuse the first key of `raw` not among `keys`, naming the ones known."""
     unknown = sorted(str(k) for k in raw if k not in keys)
     if unknown:
         raise _fail(
             source, where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(keys))})"
         )
+
+
+def _section(raw: Any, source: str, where: str, keys: set[str]) -> Mapping[str, Any]:
+    """A map of `keys` (None: empty), or a refusal naming the field."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail(source, where, f"must be a map ({', '.join(sorted(keys))})")
+    _known(raw, source, where, keys)
+    return raw
+
+
+def _rules(
+    raw: Any, source: str, where: str, keys: set[str], base: PreemptionRules
+) -> tuple[PreemptionRules, Mapping[str, Any]]:
+    if raw is None:
+        return base, {}
+    raw = _section(raw, source, where, keys)
     flags = {}
     for key in ("withinQueue", "reclaimable"):
         value = raw.get(key)
@@ -138,19 +151,11 @@ def _rules(
 
 def _consolidation(raw: Any, source: str, where: str, keys: set[str]) -> Mapping[str, Any]:
     """A `consolidation:` section, its keys and `allow` checked."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise _fail(source, where, f"must be a map ({', '.join(sorted(keys))})")
-    unknown = sorted(str(k) for k in raw if k not in keys)
-    if unknown:
-        raise _fail(
-            source, where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(keys))})"
-        )
-    allow = raw.get("allow")
+    found = _section(raw, source, where, keys)
+    allow = found.get("allow")
     if allow is not None and not isinstance(allow, bool):
         raise _fail(source, f"{where}.allow", f"{allow!r} must be true or false")
-    return raw
+    return found
 
 
 def _top_consolidation(raw: Any, source: str) -> ConsolidationRules:
@@ -168,11 +173,7 @@ def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> Queu
     if not isinstance(name, str) or not _DNS_LABEL.match(name):
         raise _fail(source, f"queues[{index}].name", f"{name!r} is not a DNS label (a-z, 0-9, '-')")
     where = f"queue {name}"
-    unknown = sorted(str(k) for k in raw if k not in QUEUE_KEYS)
-    if unknown:
-        raise _fail(
-            source, where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(QUEUE_KEYS))})"
-        )
+    _known(raw, source, where, QUEUE_KEYS)
     parent = raw.get("parent")
     if parent is not None and not isinstance(parent, str):
         raise _fail(source, f"{where}: parent", f"must be a queue name, not {parent!r}")
@@ -223,13 +224,7 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
         data = {}
     if not isinstance(data, Mapping):
         raise _fail(source, "top level", "must be a map (apiVersion, kind, queues)")
-    unknown = sorted(str(k) for k in data if k not in TOP_KEYS)
-    if unknown:
-        raise _fail(
-            source,
-            "top level",
-            f"unknown field {unknown[0]!r} (known: {', '.join(sorted(TOP_KEYS))})",
-        )
+    _known(data, source, "top level", TOP_KEYS)
     if data.get("apiVersion", API_VERSION) != API_VERSION:
         raise _fail(source, "apiVersion", f"{data.get('apiVersion')!r} is not {API_VERSION}")
     if data.get("kind", KIND) != KIND:
