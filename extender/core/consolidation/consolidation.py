@@ -148,6 +148,7 @@ class Consolidation:
             snapshot.capacity_generation,
             self._reservations.version,
             id(policy),
+            budget,  # a plan too long for this minute's budget may fit the next's
         )
         if snapshot.capacity_generation >= 0 and self._tried.get(key) == state:
             return False  # nothing found on this very state a moment ago
