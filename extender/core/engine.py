@@ -20,9 +20,11 @@ from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 
 from extender.core import recovery
+from extender.core.consolidation.consolidation import Consolidation
 from extender.core.gangs.holder import HoldKeeper
 from extender.core.gangs.placer import GangConfig, GangPlacer, Placed
 from extender.core.gangs.plan_record import ToWrite
+from extender.core.gangs.plans import planned_answer
 from extender.core.gangs.reservations import GangOutcomes, Reservations
 from extender.core.lifecycle.lifecycle import Lifecycle
 from extender.core.line import Line
@@ -71,6 +73,13 @@ class Engine:
         self.ledger = Ledger()
         review = self.config.lifecycle_review_seconds
         self.lifecycle = Lifecycle(self.preemption.evictions, self.outbox, self.waiting, review)
+        self.consolidation = Consolidation(
+            self.reservations,
+            self.placer.free_of,
+            self.lifecycle,
+            self.outbox,
+            self.config.reservation_seconds,
+        )
         self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
         self.scorer.reserved = self.placer.reserved_pods
         self.line = Line(self)
@@ -120,9 +129,20 @@ class Engine:
         assert self.policy is not None
         return queue_of(self.policy, pod)
 
+    def queue_name(self, pod: PodInfo) -> str | None:
+        """The pod's queue (None: not queued, or no policy)."""
+        return queue_of(self.policy, pod)[0] if self.policy is not None else None
+
+    def try_move(self, snapshot: Snapshot, key: str, pods: Sequence[PodInfo], needed: int) -> bool:
+        """Consolidation's chance for job `key`, which lacks room (before any preemption)."""
+        return self.consolidation.try_move(
+            snapshot, key, pods, needed, self.now, self.policy, self.queue_name
+        )
+
     def sync(self, snapshot: Snapshot, now: float) -> None:
         """Bring the components up to `now` on `snapshot` (cheap when nothing is due)."""
         self.reservations.sync(snapshot, now)
+        self.consolidation.sync(snapshot, now)
         self.holder.sync(now, self.reservations.jobs())
         self.waiting.forget_gone(snapshot, now)
         self.placer.forget(self.waiting.gang_keys())
@@ -132,6 +152,10 @@ class Engine:
         self, snapshot: Snapshot, pod: PodInfo, names: Sequence[str], now: float, stale: str = ""
     ) -> FilterResult:
         self.now = now
+        moved = self.consolidation.claim(pod)
+        if moved is not None:  # a new pod of a job moved to make room: to its kept place
+            self.sync(snapshot, now)
+            return planned_answer(snapshot, moved, pod, names)
         key = job_key(pod)
         planned = self.reservations.planned_node(pod) is not None
         if stale and not planned:
@@ -219,6 +243,7 @@ class Engine:
         self.now = now
         if stale:
             return {}  # no one is evicted on a stale view
+        self.sync(snapshot, now)  # plans whose members all bound are gone (consolidation asks)
         return self.line.preempt(snapshot, pod, candidates, now)
 
     # ---- the periodic pass ------------------------------------------

@@ -1,6 +1,7 @@
 """The fair line: what the engine does for jobs in queues, in the order the policy gives them.
 
-- A job its queue admits but that fits nowhere may preempt (`make_room`, and kube-scheduler's
+- A job its queue admits but that fits nowhere may have room made by moving movable jobs
+  (`consolidation/`), and only when no move would do, preempt (`make_room`, and kube-scheduler's
   preempt verb: `preempt`); a job its queue's quota refuses may take the place of work the rules
   let it preempt (`past_quota`, see `preemption/quota_room.py`).
 - Each pass (`nudges`): the first jobs of the fair line that kube-scheduler never sends (no node
@@ -146,6 +147,8 @@ class Line:
         state = engine.placer.room_state(snapshot, gang)
         if engine.preemption.tried.known(gang.key, state, now) is not None:
             return False  # tried on this very state a moment ago: no victims then, none now
+        if engine.try_move(snapshot, gang.key, gang.pending, gang.needed):
+            return True  # moving movable jobs makes room: no one is preempted
         book = engine.book_for(snapshot) if engine.policy is not None else None
         if engine.preemption.plan(
             snapshot, gang.key, gang.pending, gang.needed, queue, now, engine.policy, book
@@ -182,12 +185,18 @@ class Line:
                         self.refuse(key, pod, (), queue, verdict.rule, reason, now)
                         return {}
                     planned = True  # victims chosen so that its queue admits it
+        if engine.consolidation.moving(key):
+            return {}  # room is being made by moving jobs: no one is preempted for it
+        if not planned and is_single(key) and engine.try_move(snapshot, key, (pod,), 1):
+            return {}
         if not planned and not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
             if not gang.ready:
                 # Parked without a filter call (no node had room): nudged once it is complete.
                 engine.waiting.park(gang, pod, Rejection.INCOMPLETE, "", now)
                 engine.placer.count(Rejection.INCOMPLETE)
+                return {}
+            if engine.try_move(snapshot, key, gang.pending, gang.needed):
                 return {}
             if not engine.preemption.plan(
                 snapshot, key, gang.pending, gang.needed, queue, now, policy, book
@@ -282,14 +291,20 @@ class Line:
             free = engine.placer.free_of(job.key, only={r for p in pending for r in p.requests})
             if plan_gang(snapshot, pending, needed, free, bounded=True).ok:
                 continue  # it fits: kube-scheduler will place it
+            if engine.try_move(snapshot, job.key, pending, needed):
+                continue  # moving movable jobs makes room: no one is preempted
             engine.preemption.plan(snapshot, job.key, pending, needed, job.queue, now, policy, book)
 
     def _line(self, book: QueueBook, now: float) -> Iterator[WaitingJob]:
-        """The first HEAD_TRIES waiting jobs in fair order, those with a plan, and those a
-        lifecycle rule holds back (a requeue's backoff, held), left out."""
+        """The first HEAD_TRIES waiting jobs in fair order, those with a plan, those a
+        lifecycle rule holds back (a requeue's backoff, held) and a moved job's new pods (their
+        places are kept) left out."""
         engine = self._engine
+        moves = engine.consolidation
         for job in itertools.islice(fair_order(book), HEAD_TRIES):
-            if job.key not in engine.reservations and not engine.lifecycle.holds_back(job.key, now):
+            if job.key in engine.reservations or engine.lifecycle.holds_back(job.key, now):
+                continue
+            if not any(moves.kept_for(p) for p in job.pods[:1]):  # a moved job's new pods
                 yield job
 
     def admissible(self, book: QueueBook, now: float) -> Iterator[WaitingJob]:

@@ -282,6 +282,7 @@ _SpecParts = tuple[
     tuple[AffinityTerm, ...],
     str,
     tuple[str, ...],
+    bool,
 ]
 SPEC_MEMO_SIZE = 4096
 _spec_memo: dict[int, _SpecParts] = {}
@@ -328,6 +329,20 @@ def _convert_spec(spec: Mapping[str, Any]) -> _SpecParts:
         _affinity(spec),
         pod_group if isinstance(pod_group, str) else "",
         _claims(spec),
+        _local_storage(spec),
+    )
+
+
+def _local_storage(spec: Mapping[str, Any]) -> bool:
+    """Whether the pod keeps data on its node that a move would lose: an `emptyDir` or a
+    `hostPath` volume (a local PersistentVolume is not visible from the pod: its claim names no
+    node)."""
+    volumes = spec.get("volumes")
+    if not isinstance(volumes, list):
+        return False
+    return any(
+        isinstance(v, Mapping) and (v.get("emptyDir") is not None or v.get("hostPath") is not None)
+        for v in volumes
     )
 
 
@@ -359,9 +374,8 @@ def pod_from_api(raw: Any) -> PodInfo:
     labels = _string_map(metadata, "labels", mpath)
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
-    requests, priority, scheduler, selector, tolerations, affinity, pod_group, claims = _spec_parts(
-        spec, spec_key(spec)
-    )
+    parts = _spec_parts(spec, spec_key(spec))
+    requests, priority, scheduler, selector, tolerations, affinity, pod_group, claims, local = parts
     gang = gang_of(labels, annotations, namespace, owner, pod_group)
     return PodInfo(
         uid=_str(metadata, "uid", mpath),
@@ -388,6 +402,7 @@ def pod_from_api(raw: Any) -> PodInfo:
         waiting_reason=pod_waiting_reason(status),
         job=gang or single_key(namespace, name),
         claims=claims,
+        local_storage=local,
     )
 
 

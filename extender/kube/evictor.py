@@ -31,6 +31,11 @@ class Evictor(Protocol):
         refused), gone (already deleted) or failed."""
         ...
 
+    def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
+        """Every pod (namespace, name, uid) evicted as a dry run: "" when each may go, else
+        blocked or failed."""
+        ...
+
 
 class ApiEvictor:
     def __init__(self, core: Any, timeout: tuple[float, float] = (2.0, 4.0)) -> None:
@@ -131,3 +136,6 @@ class LogEvictor:
         for e in job:
             log.info("demo: would evict pod %s/%s: %s", e.namespace, e.name, e.message)
         return "evicted"
+
+    def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
+        return ""

@@ -224,6 +224,21 @@ class Metrics:
             ["kind", "action", "outcome"],
             registry=r,
         )
+        self.consolidation_moves = Counter(
+            "gangplank_consolidation_moves",
+            "Jobs gangplank moved to make room for a waiting job (consolidation), by how "
+            "(suspend, evict) and outcome (moved; blocked by a PodDisruptionBudget, gone, failed, "
+            "dropped: the plan fell before this move, nothing more of it moves).",
+            ["way", "outcome"],
+            registry=r,
+        )
+        self.consolidation_plans = Counter(
+            "gangplank_consolidation_plans",
+            "Consolidation plans, by outcome (made; refused: a move was refused, dropped: what it "
+            "counted on changed; in both the waiting job's and the moved jobs' places are freed).",
+            ["outcome"],
+            registry=r,
+        )
         self.lost = Counter(
             "gangplank_preemption_victim_gpu_seconds",
             "GPU-seconds the evicted jobs had run (work lost unless they checkpointed).",
@@ -298,6 +313,13 @@ class Metrics:
 
     def suspended(self, kind: str, action: str, outcome: str) -> None:
         self.suspensions.labels(kind, action, outcome).inc()
+
+    def moved(self, way: str, outcome: str) -> None:
+        self.consolidation_moves.labels(way, outcome).inc()
+
+    def record_consolidation(self, plans: Mapping[str, int]) -> None:
+        for outcome, count in plans.items():
+            self.consolidation_plans.labels(outcome).inc(count)
 
     def gpu_seconds_lost(self, queue: str, rule: str, seconds: float) -> None:
         self.lost.labels(queue, rule).inc(seconds)

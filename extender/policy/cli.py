@@ -33,6 +33,8 @@ def summary(policy: Policy) -> list[str]:
             rules = policy.lifecycle_of(name)
             if spec.lifecycle is not None and rules is not None:
                 extras.append(f"lifecycle: {describe_lifecycle(rules)}")
+            if spec.movable is not None:
+                extras.append("its jobs may be moved" if spec.movable else "its jobs stay")
             lines.append(
                 f"{'  ' * depth}{name}{state}: guarantee {describe_amounts(spec.guarantee)}; "
                 f"max {describe_amounts(spec.max)}" + (f"; {'; '.join(extras)}" if extras else "")
@@ -53,6 +55,13 @@ def summary(policy: Policy) -> list[str]:
             f"  fairness: recent use counts in the fair order, halved every "
             f"{format_duration(policy.fairness.half_life)}, kept "
             f"{format_duration(policy.fairness.window)}"
+        )
+    moves = policy.consolidation
+    if moves.allow or any(q.movable for q in policy.queues.values()):
+        whose = "every queue's jobs" if moves.allow else "labelled jobs and the queues' above"
+        lines.append(
+            f"  consolidation (top level): {whose} may be moved to make room, at most "
+            f"{moves.moves_per_minute} a minute"
         )
     return lines
 

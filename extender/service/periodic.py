@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from extender.cache.handlers import POD_GROUP_KINDS
 from extender.cache.store import ClusterStore
+from extender.core.consolidation.consolidation import Move
 from extender.core.engine import Engine
 from extender.core.gangs.plan_record import ToWrite
 from extender.core.lifecycle.watchdog import Look
@@ -38,6 +39,7 @@ from extender.service.decision_lock import DecisionLock
 from extender.service.evictions import Evictions, Suspensions
 from extender.service.history_io import HistoryIO
 from extender.service.lifecycle_io import LifecycleIO
+from extender.service.moves import Moves
 from extender.service.readiness import Readiness
 from extender.service.steps import Steps
 
@@ -62,6 +64,7 @@ class Decided:
     snapshot: Snapshot | None = None
     suspensions: list[Suspension] = field(default_factory=list)  # requeues through a workload
     resumes: list[Resume] = field(default_factory=list)  # suspended workloads whose backoff ended
+    moves: list[Move] = field(default_factory=list)  # consolidation's plans to carry out
 
 
 class PeriodicPass:
@@ -96,6 +99,16 @@ class PeriodicPass:
         self.recorder = recorder
         self.evictions = evictions
         self.suspensions = suspensions
+        self.moves = Moves(
+            evictions.evictor,
+            suspensions.suspender,
+            recorder,
+            scheduler=scheduler,
+            store=store,
+            lock=lock,
+            metrics=metrics,
+            on_error=on_error,
+        )
         self.events = events
         self.metrics = metrics
         self.leading = leading
@@ -142,6 +155,12 @@ class PeriodicPass:
             with self.lock.by("suspensions put back"):
                 self.scheduler.lifecycle.put_back_suspensions(suspensions)
             suspensions = []
+        moves = decided.moves
+        if moves and not kept:  # the moved jobs' records are not kept: not moved yet
+            with self.lock.by("moves put back"):
+                self.scheduler.consolidation.put_back(moves)
+            moves = []
+        self._step("moves", partial(self.moves.carry_out, moves))
         work = partial(self.suspensions.carry_out, suspensions, decided.resumes)
         self._step("workloads", work)
         if decided.snapshot is not None:
@@ -187,9 +206,10 @@ class PeriodicPass:
             evictions = [] if keep else self.scheduler.preemption.take_evictions()
             suspensions = [] if keep else engine.lifecycle.take_suspensions()
             resumes = [] if keep else engine.lifecycle.resumes_due(self.clock())
+            moves = [] if keep else engine.consolidation.take_moves()
             notices = self.scheduler.take_notices()
             records = self.scheduler.records_to_write(snapshot)
-        return Decided(refs, evictions, notices, records, snapshot, suspensions, resumes)
+        return Decided(refs, evictions, notices, records, snapshot, suspensions, resumes, moves)
 
     def record(self, records: Sequence[ToWrite]) -> None:
         try:

@@ -103,6 +103,8 @@ class Reports:
             queue_outcomes = self.scheduler.ledger.take_outcomes()
             preemption = self.scheduler.preemption.take_outcomes()
             lifecycle = self.scheduler.lifecycle.take_outcomes()
+            consolidation = self.scheduler.consolidation.take_outcomes()
+        self.metrics.record_consolidation(consolidation.plans)
         self.metrics.record_gang_outcomes(outcomes)
         self.metrics.record_queue_outcomes(queue_outcomes)
         self.metrics.record_preemption(preemption)

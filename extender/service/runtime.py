@@ -84,6 +84,7 @@ class Runtime:
             policy = load_policy(policy_path)
         self.scheduler = Engine(config, policy, scheduler_names)
         self.scheduler.lifecycle.suspend_workloads = True  # carried out by `Suspensions` below
+        self.scheduler.consolidation.active = True  # its moves carried out by the periodic pass
         # One lock for the decision state: a plan is made and read whole. Timed per holder.
         self.lock = DecisionLock(metrics.lock_hold)
         self.gc_pauses = GcPauses(metrics.gc_paused)

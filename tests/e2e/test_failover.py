@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -310,6 +310,9 @@ class _LostDuringThePass:
 class _Recorded:
     def __init__(self) -> None:
         self.evicted: list[str] = []
+
+    def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
+        return ""
 
     def evict(self, job: Any) -> str:
         self.evicted.extend(e.name for e in job)

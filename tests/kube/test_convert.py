@@ -104,6 +104,32 @@ def test_a_pod_is_ready_when_its_ready_condition_is_true() -> None:
     assert not pod_from_api(running()).ready
 
 
+@pytest.mark.parametrize(
+    ("volumes", "local"),
+    [
+        ([{"name": "scratch", "emptyDir": {}}], True),
+        ([{"name": "data", "hostPath": {"path": "/data"}}], True),
+        ([{"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt"}}], False),
+        ([{"name": "cfg", "configMap": {"name": "cfg"}}], False),
+        (None, False),
+    ],
+    ids=[
+        "an emptyDir volume is local storage a move would lose",
+        "a hostPath volume is local storage",
+        "a claim is not known to be local (a local PV names no node on the pod)",
+        "a config map is no local storage",
+        "a pod without volumes has none",
+    ],
+)
+def test_a_pod_says_whether_it_keeps_data_on_its_node(
+    volumes: list[dict[str, Any]] | None, local: bool
+) -> None:
+    raw: dict[str, Any] = {"metadata": {"name": "w-0"}, "spec": {}}
+    if volumes is not None:
+        raw["spec"]["volumes"] = volumes
+    assert pod_from_api(raw).local_storage is local
+
+
 def test_the_waiting_reason_is_that_of_the_first_container_waiting_with_one() -> None:
     def waiting(reason: object) -> dict[str, Any]:
         return {"name": "c", "state": {"waiting": {"reason": reason, "message": "..."}}}

@@ -141,6 +141,21 @@ BAD: list[tuple[str, Any, str]] = [
         policy_doc(queue("research", max={"example.com/fpga": 1.25})),
         "queue research: max.example.com/fpga: '1.25' is not a whole number",
     ),
+    (
+        "a consolidation allow that is not a boolean",
+        policy_doc({"name": "research", "consolidation": {"allow": "yes"}}),
+        "queue research: consolidation.allow: 'yes' must be true or false",
+    ),
+    (
+        "a queue's own moves per minute (a policy-wide budget)",
+        policy_doc({"name": "research", "consolidation": {"movesPerMinute": 3}}),
+        "queue research: consolidation: unknown field 'movesPerMinute'",
+    ),
+    (
+        "a negative moves per minute",
+        {**policy_doc(), "consolidation": {"movesPerMinute": -1}},
+        "consolidation.movesPerMinute: -1 must be 0 to 1000",
+    ),
 ]
 
 
@@ -432,3 +447,57 @@ def test_policy_check_refuses_a_wrong_link_budget_and_shows_a_good_one(tmp_path:
         "  budget: storageRead 200Gi/s per rack (preferred; pods declare "
         "gangplank.io/storage-read)\n"
     ) in valid.stdout
+@pytest.mark.parametrize(
+    ("top", "parent", "child", "movable"),
+    [
+        (None, None, None, False),
+        ({"allow": True}, None, None, True),
+        ({"allow": True}, None, {"allow": False}, False),
+        (None, {"allow": True}, None, True),
+        ({"allow": True}, {"allow": False}, {"allow": True}, True),
+    ],
+    ids=[
+        "no consolidation section: no queue's jobs are moved",
+        "the top level's allow holds for every queue",
+        "a queue's own allow: false wins over the top level",
+        "a child queue takes its parent's allow",
+        "the nearest queue's allow wins",
+    ],
+)
+def test_whether_a_queues_jobs_may_be_moved_is_the_nearest_consolidation_allow(
+    top: dict[str, Any] | None,
+    parent: dict[str, Any] | None,
+    child: dict[str, Any] | None,
+    movable: bool,
+) -> None:
+    ml: dict[str, Any] = {"name": "ml"}
+    vision: dict[str, Any] = {"name": "vision", "parent": "ml", "namespaces": ["vision"]}
+    if parent is not None:
+        ml["consolidation"] = parent
+    if child is not None:
+        vision["consolidation"] = child
+    doc = policy_doc(ml, vision)
+    if top is not None:
+        doc["consolidation"] = top
+    policy = parse_policy(doc)
+    assert policy.movable_queue("vision") is movable
+    assert policy.consolidation.moves_per_minute == 2
+
+
+def test_policy_check_shows_which_queues_jobs_may_be_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "consolidation: {movesPerMinute: 3}\n"
+        "queues:\n"
+        "  - {name: research, namespaces: [research], consolidation: {allow: true}}\n"
+        "  - {name: prod, namespaces: [prod], consolidation: {allow: false}}\n"
+    )
+    assert main(["policy", "check", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  research: guarantee -; max -; namespaces research; its jobs may be moved",
+        "  prod: guarantee -; max -; namespaces prod; its jobs stay",
+        "  consolidation (top level): labelled jobs and the queues' above may be moved to make "
+        "room, at most 3 a minute",
+    ]

@@ -23,6 +23,9 @@ class _BrokenFor:
         self.name = name
         self.evicted: list[str] = []
 
+    def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
+        return ""
+
     def evict(self, job: Sequence[Eviction]) -> str:
         if any(e.name == self.name for e in job):
             raise KeyError("a bug in carrying out the eviction")

@@ -176,7 +176,10 @@ def to_write(snapshot: Snapshot, plan: Plan) -> list[ToWrite]:
         pod = pods.get(uid)
         if pod is None:
             continue  # not in the cache yet: it cannot bind before it is
-        value = encode(node, plan.deadline, plan.victims if uid == keeper else None)
+        # A consolidation's victims are moved by suspension or eviction once, never by a
+        # restarted process: its record names none (see docs/consolidation.md).
+        victims = plan.victims if uid == keeper and not plan.moved else None
+        value = encode(node, plan.deadline, victims)
         if pod.annotations.get(PLAN_ANNOTATION) != value:
             out.append(ToWrite(pod.namespace, pod.name, uid, value, plan.key, computed))
     return out

@@ -27,6 +27,8 @@ class Plan:
     seen: set[str] = field(default_factory=set)  # members the cache has shown (uids)
     # Made by preemption: pods (uid -> node) that must leave before the members fit there.
     victims: dict[str, str] = field(default_factory=dict)
+    # Made by consolidation: the victims are moved (their new places are kept), not preempted.
+    moved: bool = False
 
     @classmethod
     def with_victims(
@@ -65,8 +67,9 @@ def planned_answer(
     leaving = plan.leaving(snapshot)
     if not leaving and node in names:
         return FilterResult(passed=[node])
+    what = "moved" if plan.moved else "preempted"
     reason = (
-        f"{job_name(plan.key)}: planned on node {node}, waiting for {leaving} preempted "
+        f"{job_name(plan.key)}: planned on node {node}, waiting for {leaving} {what} "
         f"pod{'s' if leaving != 1 else ''} to leave (its pods start together)"
         if leaving
         else f"{job_name(plan.key)}: planned on node {node}, which kube-scheduler did not offer"

@@ -62,12 +62,15 @@ class Reservations:
         self._synced: tuple[int, float] = (-1, float("-inf"))  # generation, next deadline
 
     # ---- the one install path and the one release path ------------------------------------
-    def install(self, plan: Plan, asking: str = "", restored: bool = False) -> None:
+    def install(
+        self, plan: Plan, asking: str = "", restored: bool = False, quiet: bool = False
+    ) -> None:
         """Reserve `plan` (replacing any plan of its job). `asking`: the member whose filter call
         made it; `restored`: made by an earlier process, read back from its record (neither
-        counted nor announced again)."""
+        counted nor announced again); `quiet`: not announced (a moved job's new places, told
+        by consolidation's own notices)."""
         self._plans[plan.key] = plan
-        if not restored:
+        if not restored and not quiet:
             self.outcomes.planned += 1
             self._outbox.planned(plan.key, plan.assignments.values(), len(plan.assignments))
         self._reindex()
@@ -82,6 +85,13 @@ class Reservations:
         plan = self._plans[key]
         plan.assignments[pod.uid] = node
         plan.requests[pod.uid] = pod.requests
+        self._reindex()
+
+    def swap_member(self, key: str, old: str, pod: PodInfo) -> None:
+        """Pod `pod` takes the place plan `key` keeps under `old` (a moved job's new pod)."""
+        plan = self._plans[key]
+        plan.assignments[pod.uid] = plan.assignments.pop(old)
+        plan.requests[pod.uid] = plan.requests.pop(old)
         self._reindex()
 
     def sync(self, snapshot: Snapshot, now: float) -> None:

@@ -49,11 +49,13 @@ EVICTED = {
     "stale-gang": "StaleGangEvicted",
     "max-runtime": "MaxRuntimeExceeded",
     "idle": "IdleGpuEvicted",
+    "consolidation": "ConsolidationMove",  # moved to make room (`consolidation/`)
 }
 # The Event reasons on a workload requeued through it
 SUSPENDED = "RequeueSuspended"  # suspended for its backoff
 HELD = "HeldSuspended"  # suspended and left so until a person resumes it
 RESUMED = "RequeueResumed"  # resumed when its backoff ended
+MOVED = "ConsolidationMove"  # on a job moved to make room (suspended, or its pods evicted)
 RESUME_RETRY_SECONDS = 5.0  # a resume that failed is tried again after this long
 
 
@@ -184,6 +186,39 @@ class Lifecycle:
         self._evictions.evict_whole(finding.pods, rule, f"{what} (all its pods go together)", now)
 
     # ---- requeues through the workload (carried out by the service while it leads) ----
+    def move(
+        self,
+        key: str,
+        pods: Sequence[PodInfo],
+        workload: Workload,
+        queue: str,
+        message: str,
+        now: float,
+        resume_after: float,
+    ) -> Suspension:
+        """Suspend job `key` through `workload` to move it (consolidation) and resume it
+        `resume_after` seconds later: a record kept like a requeue's (so a restart resumes it
+        once) that spends none of its requeues; a refusal undoes it as it undoes a requeue."""
+        self._before[key] = self.requeues.get(key)
+        self._evicting.update(dict.fromkeys((p.uid for p in pods), key))
+        self._acted.update(dict.fromkeys((p.uid for p in pods), now))
+        self.requeues.move(key, message, now, identity(pods), workload, now + resume_after)
+        return Suspension(
+            job=key,
+            workload=workload,
+            pods=tuple((p.namespace, p.name, p.uid) for p in pods),
+            rule="consolidation",
+            queue=queue,
+            reason=MOVED,
+            message=f"suspended by gangplank to move it: {message}; resumed in "
+            f"{format_age(resume_after)}, its pods start on the nodes kept for them",
+            gpu_seconds=sum(p.gpu_seconds(now) for p in pods),
+        )
+
+    def moved_since(self, since: float) -> set[str]:
+        """Jobs suspended to move them since `since` (kept records: a restart remembers)."""
+        return self.requeues.moved_since(since)
+
     def take_suspensions(self) -> list[Suspension]:
         taken, self._suspensions = self._suspensions, []
         return taken
@@ -219,7 +254,10 @@ class Lifecycle:
             assert record.workload is not None  # resumes_due returns suspended records only
             self._resuming[record.job] = now
             message = (
-                f"resumed by gangplank: {job_name(record.job)} waited out its backoff "
+                f"resumed by gangplank: {job_name(record.job)} was suspended to move it "
+                f"({record.reason}); its controller recreates its pods on the nodes kept for them"
+                if record.moved
+                else f"resumed by gangplank: {job_name(record.job)} waited out its backoff "
                 f"(requeued {record.count} of {record.limit}: {record.reason}); its controller "
                 "recreates its pods"
             )

@@ -43,11 +43,14 @@ class RequeueRecord:
     limit: int = 0  # the limit it was requeued under (for the reason shown)
     workload: Workload | None = None  # what was suspended (None: its pods were evicted)
     resumed: bool = False  # the workload was resumed when its backoff ended
+    moved: bool = False  # suspended to move it (consolidation), not requeued: no count spent
 
     def to_json(self) -> dict[str, object]:
         suspended: dict[str, object] = {}
         if self.workload is not None:
             suspended = {"workload": self.workload.to_json(), "resumed": self.resumed}
+        if self.moved:
+            suspended["moved"] = True
         return {
             "count": self.count,
             "nextTry": self.next_try,
@@ -72,6 +75,7 @@ class RequeueRecord:
             limit=int(str(data.get("limit", 0))),
             workload=Workload.from_json(data.get("workload")),
             resumed=bool(data.get("resumed", False)),
+            moved=bool(data.get("moved", False)),
         )
 
 
@@ -129,6 +133,33 @@ class Requeues:
         )
         self._set(job, record)
         return record
+
+    def move(
+        self, job: str, reason: str, now: float, owner: str, workload: Workload, resume_at: float
+    ) -> RequeueRecord:
+        """Job `job` is suspended through `workload` to move it (`reason`), and resumed at
+        `resume_at`: its requeue count stays what it was (a move is no requeue), and the record
+        outlives a restart, so the workload is resumed once, whoever leads then."""
+        known = self._records.get(job)
+        same = known is not None and known.owner == owner
+        record = RequeueRecord(
+            job,
+            known.count if same and known is not None else 0,
+            resume_at,
+            reason,
+            False,
+            now,
+            owner,
+            known.limit if same and known is not None else 0,
+            workload,
+            moved=True,
+        )
+        self._set(job, record)
+        return record
+
+    def moved_since(self, since: float) -> set[str]:
+        """The jobs moved (suspended for a move) since `since`, as the records say."""
+        return {r.job for r in self._records.values() if r.moved and r.updated >= since}
 
     def resumes_due(self, now: float) -> list[RequeueRecord]:
         """The suspended workloads whose backoff is over and that are not resumed yet."""

@@ -105,6 +105,7 @@ class PodInfo:
     waiting_reason: str = ""
     # The PersistentVolumeClaims its volumes name (`spec.volumes[].persistentVolumeClaim`).
     claims: tuple[str, ...] = ()
+    local_storage: bool = False  # an emptyDir or hostPath volume: data a move would lose
 
     @property
     def key(self) -> str:

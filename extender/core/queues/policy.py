@@ -34,6 +34,7 @@ class QueueSpec:
     aliases: tuple[str, ...] = ()
     rules: PreemptionRules | None = None  # None: the policy's defaults
     lifecycle: LifecycleOverride | None = None  # its own `lifecycle:` fields, if any
+    movable: bool | None = None  # its `consolidation.allow` (None: its parent's, or the top's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,17 @@ class PreemptionRules:
     reclaimable: bool = True  # what it runs beyond its guarantee may be reclaimed
     min_runtime: float = 0.0  # seconds a job runs before it may be a victim
     grace_seconds: int | None = None  # eviction grace period; None: the pod's own
+
+
+MOVES_PER_MINUTE = 2  # jobs moved per minute when the policy does not say
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationRules:
+    """The top-level `consolidation:`: whether running jobs may be moved to make room."""
+
+    allow: bool = False  # jobs of every queue (and of none) may be moved, unless a queue says no
+    moves_per_minute: int = MOVES_PER_MINUTE  # jobs moved per minute, at most
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,6 +70,17 @@ class Policy:
     warnings: tuple[str, ...] = ()
     lifecycle: LifecycleRules | None = None  # the top-level `lifecycle:`; None: none written
     fairness: Fairness = field(default_factory=Fairness)  # `fairness:`: usage history
+    consolidation: ConsolidationRules = field(default_factory=ConsolidationRules)
+
+    def movable_queue(self, queue: str | None) -> bool:
+        """Whether `queue`'s running jobs may be moved to make room (`consolidation.allow`: the
+        queue's own, else the nearest ancestor's, else the top level's)."""
+        if queue is not None and queue in self.queues:
+            for name in self.path(queue):
+                allow = self.queues[name].movable
+                if allow is not None:
+                    return allow
+        return self.consolidation.allow
 
     def idle_window(self) -> float:
         """The longest idle window any queue's rules name (0: no idle rule anywhere)."""

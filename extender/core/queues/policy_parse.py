@@ -20,7 +20,13 @@ from extender.core.placement.rules import parse_topology, parse_weights
 from extender.core.queues.fairness import parse_fairness
 from extender.core.queues.lifecycle import LifecycleRules
 from extender.core.queues.lifecycle_parse import check_lifecycles, duration, parse_lifecycle
-from extender.core.queues.policy import Policy, PreemptionRules, QueueSpec
+from extender.core.queues.policy import (
+    MOVES_PER_MINUTE,
+    ConsolidationRules,
+    Policy,
+    PreemptionRules,
+    QueueSpec,
+)
 from extender.core.queues.policy_resources import queue_resource_warnings, resource_amount
 
 API_VERSION = "gangplank.io/v1alpha1"
@@ -35,7 +41,10 @@ TOP_KEYS = {
     "placement",
     "lifecycle",
     "fairness",
+    "consolidation",
 }
+CONSOLIDATION_KEYS = {"allow"}
+TOP_CONSOLIDATION_KEYS = {"allow", "movesPerMinute"}
 PREEMPTION_KEYS = {"withinQueue", "reclaimable", "minRuntime", "gracePeriodSeconds"}
 TOP_PREEMPTION_KEYS = {"evictionsPerMinute", "minRuntime", "gracePeriodSeconds"}
 QUEUE_KEYS = {
@@ -50,6 +59,7 @@ QUEUE_KEYS = {
     "description",
     "preemption",
     "lifecycle",
+    "consolidation",
 }
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _RESOURCE = re.compile(
@@ -96,18 +106,31 @@ def _names(
     return tuple(raw)
 
 
-def _rules(
-    raw: Any, source: str, where: str, keys: set[str], base: PreemptionRules
-) -> tuple[PreemptionRules, Mapping[str, Any]]:
-    if raw is None:
-        return base, {}
-    if not isinstance(raw, Mapping):
-        raise _fail(source, where, f"must be a map ({', '.join(sorted(keys))})")
+def _known(raw: Mapping[Any, Any], source: str, where: str, keys: set[str]) -> None:
+    """Refuse the first key of `raw` not among `keys`, naming the ones known."""
     unknown = sorted(str(k) for k in raw if k not in keys)
     if unknown:
         raise _fail(
             source, where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(keys))})"
         )
+
+
+def _section(raw: Any, source: str, where: str, keys: set[str]) -> Mapping[str, Any]:
+    """A map of `keys` (None: empty), or a refusal naming the field."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail(source, where, f"must be a map ({', '.join(sorted(keys))})")
+    _known(raw, source, where, keys)
+    return raw
+
+
+def _rules(
+    raw: Any, source: str, where: str, keys: set[str], base: PreemptionRules
+) -> tuple[PreemptionRules, Mapping[str, Any]]:
+    if raw is None:
+        return base, {}
+    raw = _section(raw, source, where, keys)
     flags = {}
     for key in ("withinQueue", "reclaimable"):
         value = raw.get(key)
@@ -128,6 +151,23 @@ def _rules(
     return rules, raw
 
 
+def _consolidation(raw: Any, source: str, where: str, keys: set[str]) -> Mapping[str, Any]:
+    """A `consolidation:` section, its keys and `allow` checked."""
+    found = _section(raw, source, where, keys)
+    allow = found.get("allow")
+    if allow is not None and not isinstance(allow, bool):
+        raise _fail(source, f"{where}.allow", f"{allow!r} must be true or false")
+    return found
+
+
+def _top_consolidation(raw: Any, source: str) -> ConsolidationRules:
+    found = _consolidation(raw, source, "consolidation", TOP_CONSOLIDATION_KEYS)
+    rate = found.get("movesPerMinute", MOVES_PER_MINUTE)
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 0 <= rate <= 1_000:
+        raise _fail(source, "consolidation.movesPerMinute", f"{rate!r} must be 0 to 1000")
+    return ConsolidationRules(bool(found.get("allow", False)), rate)
+
+
 def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> QueueSpec:
     if not isinstance(raw, Mapping):
         raise _fail(source, f"queues[{index}]", "must be a map with at least a name")
@@ -135,11 +175,7 @@ def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> Queu
     if not isinstance(name, str) or not _DNS_LABEL.match(name):
         raise _fail(source, f"queues[{index}].name", f"{name!r} is not a DNS label (a-z, 0-9, '-')")
     where = f"queue {name}"
-    unknown = sorted(str(k) for k in raw if k not in QUEUE_KEYS)
-    if unknown:
-        raise _fail(
-            source, where, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(QUEUE_KEYS))})"
-        )
+    _known(raw, source, where, QUEUE_KEYS)
     parent = raw.get("parent")
     if parent is not None and not isinstance(parent, str):
         raise _fail(source, f"{where}: parent", f"must be a queue name, not {parent!r}")
@@ -178,6 +214,9 @@ def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> Queu
         lifecycle=parse_lifecycle(
             raw.get("lifecycle"), f"{where}: lifecycle", partial(_fail, source)
         ),
+        movable=_consolidation(
+            raw.get("consolidation"), source, f"{where}: consolidation", CONSOLIDATION_KEYS
+        ).get("allow"),
     )
 
 
@@ -187,13 +226,7 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
         data = {}
     if not isinstance(data, Mapping):
         raise _fail(source, "top level", "must be a map (apiVersion, kind, queues)")
-    unknown = sorted(str(k) for k in data if k not in TOP_KEYS)
-    if unknown:
-        raise _fail(
-            source,
-            "top level",
-            f"unknown field {unknown[0]!r} (known: {', '.join(sorted(TOP_KEYS))})",
-        )
+    _known(data, source, "top level", TOP_KEYS)
     if data.get("apiVersion", API_VERSION) != API_VERSION:
         raise _fail(source, "apiVersion", f"{data.get('apiVersion')!r} is not {API_VERSION}")
     if data.get("kind", KIND) != KIND:
@@ -226,8 +259,18 @@ def parse_policy(data: Any, source: str = "policy") -> Policy:
     top_lifecycle = parse_lifecycle(data.get("lifecycle"), "lifecycle", fail)
     lifecycle = top_lifecycle.over(LifecycleRules()) if top_lifecycle is not None else None
     fairness = parse_fairness(data.get("fairness"), fail)
+    consolidation = _top_consolidation(data.get("consolidation"), source)
     policy = Policy(
-        queues, source, defaults, rate, topology, weights, warnings, lifecycle, fairness
+        queues,
+        source,
+        defaults,
+        rate,
+        topology,
+        weights,
+        warnings,
+        lifecycle,
+        fairness=fairness,
+        consolidation=consolidation,
     )
     check_lifecycles(policy, fail)
     return policy

@@ -103,6 +103,12 @@ def explain(engine: Engine, snapshot: Snapshot, pod: PodInfo, now: float) -> dic
             f"; not gangplank's: its schedulerName {pod.scheduler_name} is not one of gangplank's "
             f"profiles ({profiles}) and it names no queue or gang"
         )
+    elif state.startswith("planned") and (move := engine.consolidation.in_flight(key)):
+        moves = [j.message.removeprefix("gangplank ") for j in move.jobs]
+        out["moves"] = moves
+        state += f", waiting for the {len(moves)} job(s) gangplank moves for it: " + "; ".join(
+            moves
+        )
     elif state.startswith("planned"):
         state += ", waiting for kube-scheduler to bind it"
     elif state == "waiting":

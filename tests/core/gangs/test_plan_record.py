@@ -92,3 +92,19 @@ def test_a_record_that_still_fits_comes_back_with_its_members_to_nudge() -> None
     assert plan is not None
     assert done.plans == 1 and len(done.nudge) == 2
     assert sorted(plan.assignments.values()) == ["n0", "n1"] and plan.deadline == NOW + 30
+
+
+def test_a_consolidation_plans_record_names_no_victims_so_no_restart_moves_them_again() -> None:
+    members = gang_pods("ring", 2, gpu=8)
+    c = Cluster(nodes=[node(f"n{i}", gpu=8) for i in range(2)], pods=members)
+    engine = Engine()
+    snap = c.snap()
+    pods = snap.groups["gangplank:default/ring"]
+    kept = {p.uid: f"n{i}" for i, p in enumerate(sorted(pods, key=lambda p: p.name))}
+    for moved in (False, True):
+        plan = Plan.with_victims("gangplank:default/ring", pods, kept, {"v": "n0"}, NOW + 60)
+        plan.moved = moved
+        engine.reservations.install(plan)
+        written = [decode(w.value) for w in engine.records_to_write(snap)]
+        victims = [dict(r.victims) for r in written if r is not None and r.victims]
+        assert victims == ([] if moved else [{"v": "n0"}])

@@ -186,3 +186,18 @@ def test_an_mpijob_is_known_by_its_own_uid_whichever_of_its_pods_comes_first() -
         labels={"training.kubeflow.org/job-name": "train"},
     )
     assert identity([launcher, worker]) == identity([worker, launcher]) == "mpijob-uid"
+
+
+def test_a_move_keeps_the_requeue_count_is_resumed_once_and_is_remembered_after_a_restart() -> None:
+    ledger = Requeues()
+    ledger.requeue(JOB, "not ready", NOW, RULES, "job-uid-1", workload=TRAIN)
+    ledger.resumed(JOB)
+    moved = ledger.move(JOB, "moved for gang default/big", NOW + 100, "job-uid-1", TRAIN, NOW + 103)
+    assert (moved.count, moved.limit, moved.moved, moved.held) == (1, 3, True, False)
+    assert ledger.resumes_due(NOW + 102) == []
+    assert [r.job for r in ledger.resumes_due(NOW + 103)] == [JOB]
+    after = Requeues()
+    after.load(orjson.loads(orjson.dumps(ledger.take_changes())))  # as the ConfigMap keeps it
+    assert after.get(JOB) == moved
+    assert after.moved_since(NOW) == {JOB} and after.moved_since(NOW + 101) == set()
+    assert after.gate(JOB, new_pods(created=NOW + 104), NOW + 104) is None, "no backoff held"
