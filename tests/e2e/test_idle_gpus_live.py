@@ -181,6 +181,11 @@ class Cluster:
         with self.api.cond:
             return {p["metadata"]["name"] for p in self.api.state.objects["pods"].values()}
 
+    def told(self, name: str) -> bool:
+        """Whether an Event about the object `name` was posted."""
+        with self.api.cond:
+            return any(e["involvedObject"]["name"] == name for e in self.api.state.posted_events)
+
     def metric(self, sample: str) -> float | None:
         return Step(metrics=get_text(f"{self.base}/metrics")).value(sample)
 
@@ -282,6 +287,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
             lambda: (
                 not {"idle-evict-0", "idle-evict-1"} & cluster.pods()
                 and {"gang watch/idle-report", "gang reclaim/idle-first"} <= idle_now()
+                and cluster.told("idle-evict-0")  # its Event is posted after the eviction
             ),
             45,
         )
