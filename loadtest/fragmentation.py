@@ -301,6 +301,7 @@ class Result:
     failed: int
     moved_at_full: int = 0  # pods moved (consolidation) until arrived load reached 100%
     moved: int = 0  # pods moved in the whole run
+    undone: int = 0  # plans undone: a pod short of CPU or memory where the plan put it
 
 
 def simulate(traces: Path, pod_list: str, policy: str, seed: int) -> Result:
@@ -355,6 +356,7 @@ def simulate(traces: Path, pod_list: str, policy: str, seed: int) -> Result:
     if unallocated < 0:
         unallocated = (total - allocated) / WHOLE
     moved = moves.moved if moves is not None else 0
+    undone = moves.rejected if moves is not None else 0
     return Result(
         policy,
         pod_list,
@@ -365,6 +367,7 @@ def simulate(traces: Path, pod_list: str, policy: str, seed: int) -> Result:
         failed,
         moved_at_full if moved_at_full >= 0 else moved,
         moved,
+        undone,
     )
 
 
@@ -442,7 +445,8 @@ def consolidation_verdict(by: dict[tuple[str, str], Result], lists: Sequence[str
             f" (without {without.first_failure_share * 100:.1f}%), unallocated GPUs at 100% load "
             f"{moving.unallocated_at_full:.0f} (without {without.unallocated_at_full:.0f}); "
             f"{moving.moved_at_full} pods moved by then, {per_gpu} per GPU gained "
-            f"({moving.moved} in the whole run)"
+            f"({moving.moved} in the whole run; {moving.undone} plans undone, a pod short of CPU "
+            "or memory where the plan, which counts GPUs, put it)"
         )
     return out
 

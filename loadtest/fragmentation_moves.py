@@ -9,7 +9,8 @@ pods holding every GPU of their node. Consolidation is tried for a waiting pod o
 the eligible nodes (its GPU models, enough GPUs) have that many whole GPUs free in total; at most
 `LIMIT` pods move for it. The plan counts GPUs only; before anything moves, every moved pod and
 the waiting pod are checked against their new node's CPU, memory and GPUs, in the plan's order,
-and the whole plan is undone if one does not fit (no pod is moved by a plan that fails).
+and the whole plan is undone if one does not fit (no pod is moved by a plan that fails); the
+planner is asked again without that node, `TRIES` times at most.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from loadtest.fragmentation import SimNode
 
 LIMIT = 8  # pods (each its own job in this model) moved for one waiting pod at most
+TRIES = 4  # plans for one waiting pod, each without the nodes where the last did not fit
 WAITING = "waiting"
 
 
@@ -75,12 +77,20 @@ class Consolidator:
             if len(eligible) == len(self.nodes)
             else {k: pods for k, pods in self.movable.items() if pods[k][0] in eligible}
         )
-        plan = plan_moves(eligible, [(WAITING, shape.gpus)], candidates, self.limit)
-        if plan is None:
-            return None
-        return self._carry_out(plan, uid, shape)
+        for _ in range(TRIES):
+            plan = plan_moves(eligible, [(WAITING, shape.gpus)], candidates, self.limit)
+            if plan is None:
+                return None
+            placed = self._carry_out(plan, uid, shape)
+            if isinstance(placed, str):  # the node that did not fit: plan without it
+                eligible.pop(placed, None)
+                continue
+            return placed
+        return None
 
-    def _carry_out(self, plan: MovePlan, uid: str, shape: Shape) -> SimNode | None:
+    def _carry_out(self, plan: MovePlan, uid: str, shape: Shape) -> SimNode | str:
+        """The waiting pod's node once the plan is carried out, or (nothing moved) the name of
+        the node where a pod did not fit."""
         done: list[tuple[str, Placed]] = []  # (moved uid, where it was)
         for _, pods in plan.moves:
             for moved, (_, to) in pods.items():
@@ -88,7 +98,7 @@ class Consolidator:
                 target = self.nodes[to]
                 if not fits(target.state, before.shape):
                     self._undo(done)
-                    return None
+                    return to
                 gpus = target.place(before.shape, None)
                 before.node.unplace(before.shape, before.gpus)
                 self.placed[moved] = Placed(target, before.shape, gpus)
@@ -96,7 +106,7 @@ class Consolidator:
         node = self.nodes[plan.assignments[WAITING]]
         if not fits(node.state, shape):
             self._undo(done)
-            return None
+            return node.name
         for moved, _ in done:
             self.movable[moved] = {
                 moved: (self.placed[moved].node.name, self.placed[moved].shape.gpus)

@@ -90,5 +90,6 @@ def test_the_comparison_gains_the_gpus_that_moves_free(tmp_path: Path) -> None:
     assert lines == [
         "default: consolidation: allocated at first failure 100.0% (without 75.0%), "
         "unallocated GPUs at 100% load 0 (without 4); 1 pods moved by then, 0.25 per GPU gained "
-        "(1 in the whole run)"
+        "(1 in the whole run; 0 plans undone, a pod short of CPU or memory where the plan, which "
+        "counts GPUs, put it)"
     ]
