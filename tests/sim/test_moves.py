@@ -18,6 +18,7 @@ from extender.sim.report.figures import figures
 from extender.sim.report.rows import summary_rows
 from extender.sim.simulate_args import Variant, parse_variant
 from extender.sim.workload import CONTROLLER, JobSpec
+from loadtest import simulate_bench
 from tests.sim.console import gangplank
 
 HOUR = 3600.0
@@ -135,3 +136,14 @@ def test_simulate_with_consolidation_prints_the_moves_and_the_8_gpu_waits_side_b
     runs = json.loads((tmp_path / "report.json").read_text())["runs"]
     assert [r["consolidation"] for r in runs] == [False, True]
     assert runs[0]["jobs_moved"] == 0
+
+
+def test_make_bench_s_simulate_rows_say_what_a_consolidating_run_moved_and_its_8_gpu_waits() -> (
+    None
+):
+    run = {"jobs_moved": 3, "gpus_moved": 10, "wait_8gpu_p50_h": 0.0, "wait_8gpu_p95_h": 0.25}
+    assert simulate_bench._moves(run) == (
+        " (3 jobs moved, 10 GPUs; 8-GPU job wait p50 0.0 h, p95 0.25 h)"
+    )
+    assert simulate_bench._moves({"label": "a run that does not consolidate"}) == ""
+    assert "consolidation" in {c.name for c in simulate_bench.COMMANDS}
