@@ -20,7 +20,10 @@ node and a
 random pick among the best, as kube-scheduler makes it with the shipped `gangplank` profile; the
 row "gangplank + default scores" adds kube-scheduler's default spreading scores (extender weight 5,
 NodeResourcesFit LeastAllocated and NodeResourcesBalancedAllocation) to show why the profile
-disables them.
+disables them. The row "gangplank + consolidation" is gangplank's scoring with the move planner:
+a pod that fits no node moves placed pods (whole GPUs, fewer than their node's, no GPU-model
+constraint: `loadtest/fragmentation_moves.py`) so that it fits; the lines below the table give
+its figures beside gangplank's without moves, and the pods moved per GPU gained at 100% load.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from extender.core.placement.fragmentation import (
 from extender.core.placement.scoring import PlacementScorer, rank_scores
 from extender.sim.workload import fill_to_capacity
 from loadtest.cluster import DEFAULT_TRACES
+from loadtest.fragmentation_moves import Consolidator
 
 TRACE = "alibaba-gpu-v2023"
 LISTS = ("default", "multigpu50", "gpuspec33")
@@ -62,6 +66,7 @@ POLICIES = (
     "fgd",
     "gangplank",
     "gangplank+default",
+    "gangplank+consolidation",
 )
 FGD_MIX = 1_000  # FGD as published: every shape of the pod list
 GANGPLANK_MIX = MIX_SHAPES  # what the running extender learns from its cache
@@ -87,23 +92,34 @@ class SimNode:
     def _state(self) -> GpuState:
         return state_of(self.model, self.cpu_free, self.memory_free, self.gpu_free)
 
-    def place(self, shape: Shape, gpu_value: int | None) -> None:
+    def place(self, shape: Shape, gpu_value: int | None) -> list[int]:
         """Take `shape`; a shared pod goes on a GPU with `gpu_value` free (None: the fullest
-        GPU it fits, best fit)."""
-        self.cpu_free -= shape.cpu
-        self.memory_free -= shape.memory
+        GPU it fits, best fit). The indices of the GPUs it took."""
         if shape.gpus == 1 and shape.milli < WHOLE:
             fitting = [i for i, g in enumerate(self.gpu_free) if g >= shape.milli]
             exact = [i for i in fitting if self.gpu_free[i] == gpu_value]
-            index = (exact or sorted(fitting, key=lambda i: self.gpu_free[i]))[0]
-            self.gpu_free[index] -= shape.milli
+            gpus = [(exact or sorted(fitting, key=lambda i: self.gpu_free[i]))[0]]
         elif shape.gpus:
-            taken = 0
-            for i, g in enumerate(self.gpu_free):
-                if g == WHOLE and taken < shape.gpus:
-                    self.gpu_free[i] = 0
-                    taken += 1
-        self.hosted[shape.gpu_milli] += 1
+            gpus = [i for i, g in enumerate(self.gpu_free) if g == WHOLE][: shape.gpus]
+        else:
+            gpus = []
+        self.take(shape, gpus)
+        return gpus
+
+    def take(self, shape: Shape, gpus: list[int]) -> None:
+        """Take `shape` on the GPUs at these indices."""
+        self._change(shape, gpus, -1)
+
+    def unplace(self, shape: Shape, gpus: list[int]) -> None:
+        """Give back what `shape` took on the GPUs at these indices (a pod moved away)."""
+        self._change(shape, gpus, 1)
+
+    def _change(self, shape: Shape, gpus: list[int], sign: int) -> None:
+        self.cpu_free += sign * shape.cpu
+        self.memory_free += sign * shape.memory
+        for i in gpus:
+            self.gpu_free[i] += sign * shape.milli
+        self.hosted[shape.gpu_milli] -= sign
         self.state = self._state()
 
     @property
@@ -270,6 +286,7 @@ def chooser(policy: str, pods: Sequence[Shape]) -> Chooser:
         return simple[policy]
     if policy == "fgd":
         return FgdChooser(Mix.of(pods, limit=FGD_MIX))
+    # gangplank+consolidation: gangplank's scores, and moves when a pod fits nowhere (simulate)
     return GangplankChooser(Mix.of(pods, limit=GANGPLANK_MIX), policy == "gangplank+default")
 
 
@@ -282,6 +299,9 @@ class Result:
     ms_per_pod: float
     curve: list[tuple[float, float]]  # (arrived load, allocated share)
     failed: int
+    moved_at_full: int = 0  # pods moved (consolidation) until arrived load reached 100%
+    moved: int = 0  # pods moved in the whole run
+    undone: int = 0  # plans undone: a pod short of CPU or memory where the plan put it
 
 
 def simulate(traces: Path, pod_list: str, policy: str, seed: int) -> Result:
@@ -290,11 +310,13 @@ def simulate(traces: Path, pod_list: str, policy: str, seed: int) -> Result:
     total = sum(n.gpus for n in nodes) * WHOLE
     arrivals = workload(pods, total, seed)
     choose = chooser(policy, pods)
+    moves = Consolidator(nodes) if policy == "gangplank+consolidation" else None
     rng = random.Random(seed)
     fit_cache: dict[tuple[GpuState, Shape], bool] = {}
     arrived = allocated = failed = 0
     first_failure = -1.0
     unallocated = -1.0
+    moved_at_full = -1
     curve: list[tuple[float, float]] = []
     spent = 0.0
     for i, shape in enumerate(arrivals):
@@ -307,24 +329,34 @@ def simulate(traces: Path, pod_list: str, policy: str, seed: int) -> Result:
                 ok = fit_cache[key] = fits(node.state, shape)
             if ok:
                 candidates.append(node)
+        placed = False
         if candidates:
             node, value = choose(shape, candidates, rng)
-            node.place(shape, value)
+            gpus = node.place(shape, value)
+            if moves is not None:
+                moves.record(str(i), node, shape, gpus)
+            placed = True
+        elif moves is not None:
+            placed = moves.make_room(str(i), shape) is not None
+        if placed:
             allocated += shape.gpu_milli
         spent += time.perf_counter() - started
         arrived += shape.gpu_milli
-        if not candidates:
+        if not placed:
             failed += 1
             if first_failure < 0:
                 first_failure = allocated / total
         if unallocated < 0 and arrived >= total:
             unallocated = (total - allocated) / WHOLE
+            moved_at_full = moves.moved if moves is not None else 0
         if i % 50 == 0:
             curve.append((arrived / total, allocated / total))
         if len(fit_cache) > 500_000:
             fit_cache.clear()
     if unallocated < 0:
         unallocated = (total - allocated) / WHOLE
+    moved = moves.moved if moves is not None else 0
+    undone = moves.rejected if moves is not None else 0
     return Result(
         policy,
         pod_list,
@@ -333,6 +365,9 @@ def simulate(traces: Path, pod_list: str, policy: str, seed: int) -> Result:
         spent / len(arrivals) * 1e3,
         curve,
         failed,
+        moved_at_full if moved_at_full >= 0 else moved,
+        moved,
+        undone,
     )
 
 
@@ -345,7 +380,7 @@ def compare(
 ) -> list[Result]:
     jobs = [(traces, name, policy, seed) for name in lists for policy in policies]
     # The slow ones first, so both workers finish together.
-    jobs.sort(key=lambda j: j[2] not in ("fgd", "gangplank", "gangplank+default"))
+    jobs.sort(key=lambda j: not j[2].startswith(("fgd", "gangplank")))
     with ProcessPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(_run, jobs))
     order = {(n, p): i for i, (n, p) in enumerate((n, p) for n in lists for p in policies)}
@@ -391,6 +426,27 @@ def verdict(results: Sequence[Result], lists: Sequence[str]) -> list[str]:
             f"(gangplank {(1 - ours.unallocated_at_full / best) * 100:.0f}% fewer than it); "
             f"allocated at first failure: gangplank {ours.first_failure_share * 100:.1f}%, "
             f"FGD {fgd.first_failure_share * 100:.1f}%"
+        )
+    return out + consolidation_verdict(by, lists)
+
+
+def consolidation_verdict(by: dict[tuple[str, str], Result], lists: Sequence[str]) -> list[str]:
+    """gangplank's scores with and without moves, and what the moves bought."""
+    out = []
+    for n in lists:
+        without, moving = by.get((n, "gangplank")), by.get((n, "gangplank+consolidation"))
+        if without is None or moving is None:
+            continue
+        gained = without.unallocated_at_full - moving.unallocated_at_full
+        per_gpu = f"{moving.moved_at_full / gained:.2f}" if gained > 0 else "n/a (none gained)"
+        out.append(
+            f"{n}: consolidation: allocated at first failure "
+            f"{moving.first_failure_share * 100:.1f}%"
+            f" (without {without.first_failure_share * 100:.1f}%), unallocated GPUs at 100% load "
+            f"{moving.unallocated_at_full:.0f} (without {without.unallocated_at_full:.0f}); "
+            f"{moving.moved_at_full} pods moved by then, {per_gpu} per GPU gained "
+            f"({moving.moved} in the whole run; {moving.undone} plans undone, a pod short of CPU "
+            "or memory where the plan, which counts GPUs, put it)"
         )
     return out
 

@@ -21,6 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loadtest.cluster import DEFAULT_TRACES
 from loadtest.markdown import machine, write_section
@@ -62,6 +63,14 @@ COMMANDS = (
         "the trace's pods on its 1,213 GPU nodes as the FGD paper replays them",
         traces=True,
     ),
+    Command(
+        "consolidation",
+        "--cluster {traces} --jobs 12500 --hours 6 --seeds 1 --no-baseline "
+        "--compare label=without consolidate=on,label=consolidation",
+        "six hours of the trace-day's arrivals on the 4,278-node cluster, without and with "
+        "moves (docs/simulate.md): jobs moved, 8-GPU job wait p50/p95",
+        traces=True,
+    ),
 )
 
 
@@ -90,7 +99,7 @@ def run(command: Command, traces: Path) -> Timed:
         report = Path(folder) / "report.json"
         runs = (
             [
-                (f"{r['label']}, seed {r['seed']}", r["wall_seconds"])
+                (f"{r['label']}, seed {r['seed']}{_moves(r)}", r["wall_seconds"])
                 for r in json.loads(report.read_text())["runs"]
             ]
             if report.exists()
@@ -99,6 +108,16 @@ def run(command: Command, traces: Path) -> Timed:
     if done.returncode != 0:
         print(done.stderr, file=sys.stderr)
     return Timed(command, seconds, done.returncode, runs)
+
+
+def _moves(run: dict[str, Any]) -> str:
+    """What a run of a command that consolidates moved, and its 8-GPU jobs' waits."""
+    if "jobs_moved" not in run:
+        return ""
+    return (
+        f" ({run['jobs_moved']} jobs moved, {run['gpus_moved']} GPUs; 8-GPU job wait p50 "
+        f"{run['wait_8gpu_p50_h']} h, p95 {run['wait_8gpu_p95_h']} h)"
+    )
 
 
 def markdown(results: list[Timed], skipped: list[Command]) -> str:

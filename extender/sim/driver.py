@@ -7,7 +7,8 @@ it). A job runs its duration once every member is bound, then its pods go away. 
 (preemption or gangplank's reclaim) are re-created by their controller and wait again. Gangs
 that never complete hold what their bound members hold (the baseline shows it). Jobs with a
 fault waste what they hold, and jobs gangplank's lifecycle rules evict are recreated or end
-(`faults.py`). The state and its bookkeeping are `state.py`'s; the options and clocks a caller
+(`faults.py`). With `Options.consolidate`, a pod with no room makes room by moving running jobs
+(`moves.py`). The state and its bookkeeping are `state.py`'s; the options and clocks a caller
 gives are named here too.
 """
 
@@ -20,13 +21,14 @@ from typing import Any
 
 from extender.sim.faults import LIFECYCLE_RULES, FaultPlay
 from extender.sim.kube_scheduler import KubeSchedulerModel
+from extender.sim.moves import MovePlay
 from extender.sim.runs import Run
 from extender.sim.state import FLUSH_AFTER, FLUSH_EVERY, Options, WallClock
 
 __all__ = ["Driver", "Options", "WallClock"]
 
 
-class Driver(KubeSchedulerModel, FaultPlay):
+class Driver(KubeSchedulerModel, FaultPlay, MovePlay):
     """Replays `jobs` on `nodes` through `extender` (`DriverState` takes them), until every job
     has ended, nothing moves, or `Options.until`."""
 

@@ -95,17 +95,24 @@ class KubeSchedulerModel(DriverState):
         self.cycles += 1
         pod.attempts += 1
         pod.last_try = self.now
-        feasible = self.fit.nodes_for(pod.info)
+        held = self._held_node(pod)  # a move placed it: that node alone
+        feasible = held if held is not None else self.fit.nodes_for(pod.info)
         if not feasible:
             # its queue refusing it too, more room alone would not start it: that is the cause
-            self._waits(pod, "quota" if self.extender.queue_refuses(pod) else "room")
+            cause = "quota" if self.extender.queue_refuses(pod) else "room"
+            self._waits(pod, cause)
+            if cause == "room" and self._moved_for(pod):
+                return  # consolidation comes before preemption
             if not self._preempt(pod, None):
                 self._park(pod, "")
             return
         self.extender_calls["filter"] += 1
         filtered = self.extender.filter(pod, feasible, self.now)
         if not filtered.passed:
-            self._waits(pod, self._cause(pod, filtered.kind, feasible))
+            cause = self._cause(pod, filtered.kind, feasible)
+            self._waits(pod, cause)
+            if cause == "room" and self._moved_for(pod):
+                return
             resolvable = [n for n in feasible if n not in filtered.unresolvable]
             if not (resolvable and self._preempt(pod, resolvable)):
                 self._park(pod, filtered.reason())
@@ -126,6 +133,15 @@ class KubeSchedulerModel(DriverState):
             heapq.heappush(self._backoff, (ready, next(self._seq), pod))
             return
         self._bound(pod, node)
+
+    def _moved_for(self, pod: SimPod) -> bool:
+        """Whether jobs moved to make room for `pod` (`moves.py`): it is tried again after its
+        backoff, and so are the parked pods (pods were deleted and created)."""
+        if not self._consolidate(pod):
+            return False
+        self._park(pod, "")
+        self._requeue_parked()
+        return True
 
     def _waits(self, pod: SimPod, cause: str) -> None:
         if cause == "room" and self.allocated_at_first_no_room is None:

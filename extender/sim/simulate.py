@@ -136,6 +136,7 @@ class Task:
     seed: int
     jobs: Sequence[JobSpec]
     reference: str | None  # the policy whose fair shares the figures compare against
+    moves: bool = False  # a variant consolidates: every run reports moves and 8-GPU waits
 
 
 def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, Any]:
@@ -160,6 +161,7 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
             drain_seconds=max((j.duration for j in jobs), default=0.0),
             progress_every=36.0,  # the bar shows hundredths of an hour
             stuck_factor=args.stuck_factor,
+            consolidate=variant.consolidate and not variant.baseline,
         ),
         progress=update,
     )
@@ -171,7 +173,7 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
     if policy is None and task.reference:  # its fair shares, measured against the one compared
         policy = load_policy(task.reference)
     cluster = variant.cluster + (f" +{variant.add_nodes} nodes" if variant.add_nodes else "")
-    out = figures(driver, variant.label, policy, cluster=cluster, seed=task.seed)
+    out = figures(driver, variant.label, policy, cluster=cluster, seed=task.seed, moves=task.moves)
     return {**out, "policy": ran}  # the policy it ran with (`policy=none`: none)
 
 
@@ -265,7 +267,7 @@ def main(args: argparse.Namespace) -> int:
         policy = load_policy(args.policy) if args.policy else None
         nodes = load_cluster(args.cluster)
         seeds = [args.seed + i for i in range(args.seeds)]
-        base = Variant("gangplank", args.cluster, args.policy)
+        base = Variant("gangplank", args.cluster, args.policy, consolidate=args.consolidate)
         variants = (
             [parse_variant(args.compare[0], base), parse_variant(args.compare[1], base)]
             if args.compare
@@ -296,7 +298,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.workload != "generated" and args.arrivals == "trace":
         print(replay_note(jobs[seeds[0]], nodes), file=sys.stderr)
-    tasks = [Task(v, seed, jobs[seed], reference) for seed in seeds for v in variants]
+    moves = any(v.consolidate for v in variants)
+    tasks = [Task(v, seed, jobs[seed], reference, moves) for seed in seeds for v in variants]
     try:
         runs = run_all(tasks, args)
     except (ClusterError, PolicyError, OSError) as err:

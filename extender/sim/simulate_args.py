@@ -28,11 +28,12 @@ class Variant:
     add_nodes: int = 0
     baseline: bool = False
     lifecycle: bool = True  # False: the policy's `lifecycle:` rules left out
+    consolidate: bool = False  # pods with no room make room by moving running jobs
 
 
 def parse_variant(text: str, base: Variant) -> Variant:
     """`key=value,...` over the base run: label=, cluster=, policy= (none: no policy), nodes=+N,
-    lifecycle=off (the policy without its `lifecycle:` rules) or on."""
+    lifecycle=off (the policy without its `lifecycle:` rules) or on, consolidate=on|off."""
     variant = copy.copy(base)
     variant.label = text
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -47,10 +48,12 @@ def parse_variant(text: str, base: Variant) -> Variant:
             variant.add_nodes = int(value.lstrip("+"))
         elif key == "lifecycle" and value in ("on", "off"):
             variant.lifecycle = value == "on"
+        elif key == "consolidate" and value in ("on", "off"):
+            variant.consolidate = value == "on"
         else:
             raise ValueError(
-                f"--compare {text!r}: {part!r} is not label=, cluster=, policy=, nodes=+N or "
-                "lifecycle=on|off"
+                f"--compare {text!r}: {part!r} is not label=, cluster=, policy=, nodes=+N, "
+                "lifecycle=on|off or consolidate=on|off"
             )
     return variant
 
@@ -151,7 +154,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=("A", "B"),
         help="two variants of the run, each `key=value,...`: label=, cluster=, policy= (a file, "
         "or none), nodes=+N (N more nodes like the last), lifecycle=off (the policy without its "
-        "lifecycle: rules); the baseline runs too",
+        "lifecycle: rules), consolidate=on|off; the baseline runs too",
+    )
+    parser.add_argument(
+        "--consolidate",
+        action="store_true",
+        help="a pod no node has room for, while the cluster has its GPUs free in total, makes "
+        "room by moving running single-pod jobs that ask for less than a whole node "
+        "(gangplank's move planner; see docs/simulate.md)",
     )
     parser.add_argument("--no-baseline", action="store_true", help="skip the run without gangplank")
     parser.add_argument("--out", default="simulation", help="directory for report.json/.html")

@@ -88,6 +88,10 @@ class Options:
     # A stuck job (never ready, crash-looping) is deleted by its owner this many times its
     # duration after it got stuck (see `workload.Faults`).
     stuck_factor: float = 3.0
+    # Consolidation: a pod with no room makes room by moving running jobs (`moves.py`), at most
+    # this many jobs in any minute.
+    consolidate: bool = False
+    moves_per_minute: int = 10
 
 
 class DriverState(ABC):
@@ -164,6 +168,13 @@ class DriverState(ABC):
         # GPU allocation (a share) when a pod first found no room (the FGD paper's figure)
         self.allocated_at_first_no_room: float | None = None
         self.wall_seconds = 0.0
+        # Consolidation (`moves.py`): the node held for each pod a move places, what moved
+        self.held: dict[str, str] = {}  # pod uid -> node
+        self.jobs_moved = 0
+        self.gpus_moved = 0
+        self.move_lost_seconds = 0.0  # GPU-seconds the moved jobs had run (their work restarts)
+        self._moved_at: list[float] = []  # when each job moved in the last minute
+        self._tried: dict[str, float] = {}  # job -> when it was last consolidated for
         for record in self.records:
             self._push(record.spec.arrival, "arrive", record)
         self._push(0.0, "tick", None)
@@ -193,7 +204,7 @@ class DriverState(ABC):
         # nothing runs and nothing has moved for an hour: it never will
         return t > self._last_arrival + stall and t > self._last_change + stall
 
-    def _create_run(self, record: JobRecord, again: bool = False) -> None:
+    def _create_run(self, record: JobRecord, again: bool = False) -> Run:
         """A new attempt of `record`: under a new name (a preempted job comes back as another),
         or `again` under the same (its controller recreates the pods of the same job)."""
         record.runs += 1
@@ -222,6 +233,7 @@ class DriverState(ABC):
         self.extender.created(run.pods, self.now)
         for pod in run.pods:
             self._enqueue(pod)
+        return run
 
     def _remove_run(self, run: Run) -> None:
         self._account(self.now)
@@ -363,6 +375,14 @@ class DriverState(ABC):
         if kind:
             self._wasting[kind] += gpus
         run.wasting = kind
+
+    @abstractmethod
+    def _held_node(self, pod: SimPod) -> list[str] | None:
+        """The node a move holds for `pod`, its hold released (`moves.MovePlay`)."""
+
+    @abstractmethod
+    def _consolidate(self, pod: SimPod) -> bool:
+        """Whether moving running jobs made room for `pod` (`moves.MovePlay`)."""
 
     @abstractmethod
     def _faulty_start(self, run: Run) -> None:

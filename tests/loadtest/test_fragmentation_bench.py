@@ -44,6 +44,7 @@ EXPECTED = {
     "fgd": (7.5, 0.5),
     "gangplank": (7.5, 0.5),
     "gangplank+default": (7.5, 0.5),
+    "gangplank+consolidation": (7.5, 0.5),  # no plan makes room here: no move
 }
 
 

@@ -447,6 +447,8 @@ def test_policy_check_refuses_a_wrong_link_budget_and_shows_a_good_one(tmp_path:
         "  budget: storageRead 200Gi/s per rack (preferred; pods declare "
         "gangplank.io/storage-read)\n"
     ) in valid.stdout
+
+
 @pytest.mark.parametrize(
     ("top", "parent", "child", "movable"),
     [

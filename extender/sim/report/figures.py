@@ -78,11 +78,12 @@ def figures(
     *,
     cluster: str = "",
     seed: int | None = None,
+    moves: bool = False,
 ) -> dict[str, Any]:
     """Every figure of one run. Waits are from arrival to the job's first start; a job that
     never started counts with the wait it had when the run ended (a lower bound). `policy` gives
     the queues' fair shares (the baseline is measured against the policy it is compared with);
-    `cluster` and `seed` say what ran."""
+    `cluster` and `seed` say what ran; `moves`: with what consolidation moved (`move_figures`)."""
     end = driver.now
     queues = sorted({r.spec.queue for r in driver.records})
     fair = targets(policy, [q for q in queues if q])
@@ -143,7 +144,28 @@ def figures(
     }
     if driver.watching:  # jobs with faults, or lifecycle rules: what was wasted and freed
         out.update(waste_figures(driver, arrived))
+    if moves:
+        out.update(move_figures(driver, arrived, end))
     return out
+
+
+def move_figures(driver: Driver, arrived: Sequence[JobRecord], end: float) -> dict[str, Any]:
+    """What consolidation moved (`sim/moves.py`), what the moved jobs had run (their work
+    restarts), and the waits of the jobs of 8 GPUs, which scattered free GPUs keep waiting."""
+    eight = [
+        (r.started if r.started is not None else end) - r.spec.arrival
+        for r in arrived
+        if r.spec.total_gpus == 8
+    ]
+    return {
+        "consolidation": driver.options.consolidate,
+        "jobs_moved": driver.jobs_moved,
+        "gpus_moved": driver.gpus_moved,
+        "gpu_hours_lost_to_moves": round(driver.move_lost_seconds / HOUR, 1),
+        "jobs_8gpu": len(eight),
+        "wait_8gpu_p50_h": _hours(_percentile(eight, 0.5)),
+        "wait_8gpu_p95_h": _hours(_percentile(eight, 0.95)),
+    }
 
 
 def waste_figures(driver: Driver, arrived: Sequence[JobRecord]) -> dict[str, Any]:

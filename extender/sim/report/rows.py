@@ -35,6 +35,15 @@ WASTE_ROWS = (
     ("jobs_held", "jobs held after their requeue limit"),
 )
 
+# Shown when a variant consolidates (`move_figures`).
+MOVE_ROWS = (
+    ("jobs_moved", "jobs moved to make room (consolidation)"),
+    ("gpus_moved", "GPUs moved"),
+    ("gpu_hours_lost_to_moves", "GPU-hours of work the moved jobs run again"),
+    ("wait_8gpu_p50_h", "8-GPU job wait p50 (h)"),
+    ("wait_8gpu_p95_h", "8-GPU job wait p95 (h)"),
+)
+
 VARIANT_BARS = (
     ("preemptions", "jobs preempted"),
     ("never_started", "jobs not started by the end"),
@@ -52,6 +61,8 @@ def summary_rows(runs: Sequence[Run]) -> list[tuple[str, str]]:
     rows = [(k, t) for k, t in SUMMARY_ROWS if fill or k not in FILL_ROWS]
     if any("gpu_hours_wasted" in r for r in runs):
         rows += WASTE_ROWS
+    if any("jobs_moved" in r for r in runs):
+        rows += MOVE_ROWS
     return rows
 
 
