@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,25 +198,20 @@ def run_sim(shape: Shape) -> Figure:
 # ---- (b) the HTTP stand-in against `gangplank serve` ----------------------------------
 class _TimedVerbs:
     """The extender's verbs over one kept-alive connection (as kube-scheduler keeps it), noting
-    when each gang's first member was asked and each member bound, and the time spent in the
-    calls."""
+    when each gang's first member was asked, and the time spent in the calls."""
 
     def __init__(self, base: str) -> None:
         host, port = base.removeprefix("http://").split(":")
         self._connection = http.client.HTTPConnection(host, int(port), timeout=60)
         self.first_ask: dict[str, float] = {}
-        self.bound: dict[str, list[float]] = collections.defaultdict(list)
         self.in_calls: dict[str, float] = collections.defaultdict(float)
         self.calls: collections.Counter[str] = collections.Counter()
-        self._gangs: dict[str, str] = {}  # ns/name -> gang
 
     def post(self, verb: str, body: dict[str, Any]) -> tuple[int, Any]:
         start = time.monotonic()
         if verb == "filter":
             meta = body["Pod"]["metadata"]
-            gang = (meta.get("labels") or {}).get(GANG, "")
-            self._gangs[f"{meta['namespace']}/{meta['name']}"] = gang
-            self.first_ask.setdefault(gang, start)
+            self.first_ask.setdefault((meta.get("labels") or {}).get(GANG, ""), start)
         self._connection.request(
             "POST", f"/scheduler/{verb}", json.dumps(body), {"Content-Type": "application/json"}
         )
@@ -225,13 +220,43 @@ class _TimedVerbs:
         done = time.monotonic()
         self.in_calls[verb] += done - start
         self.calls[verb] += 1
-        if verb == "bind" and status == 200 and not answer.get("Error"):
-            key = f"{body['PodNamespace']}/{body['PodName']}"
-            self.bound[self._gangs.get(key, "")].append(done)
         return status, answer
 
+
+class _Bound(threading.Thread):
+    """When each pod got its node, by gang, from the API server's pod events (whoever bound
+    it: kube-scheduler through the bind verb, or gangplank itself)."""
+
+    def __init__(self, api: FakeApiServer) -> None:
+        super().__init__(daemon=True)
+        self.api = api
+        self.times: dict[str, list[float]] = collections.defaultdict(list)
+        self._seen: set[str] = set()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        read = 0
+        while not self._done.is_set():
+            with self.api.cond:
+                self.api.cond.wait(0.05)
+                events = self.api.state.events["pods"][read:]
+                read += len(events)
+            now = time.monotonic()
+            for event in events:
+                meta, spec = event.obj["metadata"], event.obj["spec"]
+                if spec.get("nodeName") and meta["uid"] not in self._seen:
+                    self._seen.add(meta["uid"])
+                    self.times[(meta.get("labels") or {}).get(GANG, "")].append(now)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
     def whole(self, members: int) -> list[str]:
-        return [g for g, times in self.bound.items() if len(times) >= members]
+        return [g for g, times in list(self.times.items()) if len(times) >= members]
+
+    def count(self) -> int:
+        return sum(len(t) for t in list(self.times.values()))
 
 
 def cached_pods(base: str) -> int:
@@ -243,10 +268,10 @@ def cached_pods(base: str) -> int:
 
 
 @contextmanager
-def _served(shape: Shape) -> Iterator[tuple[FakeApiServer, str, int]]:
+def _served(shape: Shape, *flags: str) -> Iterator[tuple[FakeApiServer, str, int]]:
     with FakeApiServer() as api, TemporaryDirectory() as tmp:
         api.load("nodes", [node(i) for i in range(shape.nodes)])
-        with gangplank(api.url, Path(tmp)) as (base, process):
+        with gangplank(api.url, Path(tmp), *flags) as (base, process):
             deadline = time.monotonic() + 120
             while not ready(base):
                 if process.poll() is not None or time.monotonic() > deadline:
@@ -255,10 +280,12 @@ def _served(shape: Shape) -> Iterator[tuple[FakeApiServer, str, int]]:
             yield api, base, process.pid
 
 
-def run_http(shape: Shape) -> Figure:
+def run_http(shape: Shape, *flags: str) -> Figure:
     pods = shape.pods()
-    with _served(shape) as (api, base, _):
+    with _served(shape, *flags) as (api, base, _):
         verbs = _TimedVerbs(base)
+        bound = _Bound(api)
+        bound.start()
         scheduler = KubeScheduler(api, verbs)
         creating = threading.Thread(target=lambda: [api.put("pods", p) for p in pods])
         if shape.stopped:
@@ -271,19 +298,21 @@ def run_http(shape: Shape) -> Figure:
 
         def done() -> bool:
             if shape.first_whole:
-                return bool(verbs.whole(shape.members))
-            return sum(len(t) for t in verbs.bound.values()) >= len(pods)
+                return bool(bound.whole(shape.members))
+            return bound.count() >= len(pods)
 
         started = time.monotonic()
         scheduler.settle(timeout=300, until=done)
         wall = time.monotonic() - started
         if creating.is_alive():
             creating.join()
-    timed = verbs.whole(shape.members)[:1] if shape.first_whole else list(verbs.bound)
+        bound.stop()
+    timed = bound.whole(shape.members)[:1] if shape.first_whole else list(bound.times)
     begin = min((verbs.first_ask[g] for g in timed), default=0.0)
-    end = max((max(verbs.bound[g]) for g in timed), default=0.0)
-    bound = sum(len(verbs.bound[g]) for g in timed)
-    figure = Figure(shape, "http", end - begin if timed else float("nan"), bound, scheduler.cycles)
+    end = max((max(bound.times[g]) for g in timed), default=0.0)
+    count = sum(len(bound.times[g]) for g in timed)
+    driver = " ".join(["http", *flags])
+    figure = Figure(shape, driver, end - begin if timed else float("nan"), count, scheduler.cycles)
     in_calls = sum(verbs.in_calls.values())
     calls = ", ".join(
         f"{verb} {verbs.calls[verb]} calls {verbs.in_calls[verb]:.2f} s" for verb in verbs.calls
@@ -295,13 +324,18 @@ def run_http(shape: Shape) -> Figure:
     return figure
 
 
-DRIVERS = {"sim": run_sim, "http": run_http}
+PLANNED = "--bind-planned-members"
+DRIVERS: dict[str, Callable[[Shape], Figure]] = {
+    "sim": run_sim,
+    "http": run_http,  # kube-scheduler binds each member (the default)
+    "http-planned": lambda shape: run_http(shape, PLANNED),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m loadtest.gang_start", description=__doc__)
     parser.add_argument("--only", default="", help="shapes whose name contains one of these")
-    parser.add_argument("--drivers", default="sim,http")
+    parser.add_argument("--drivers", default=",".join(DRIVERS), help="of " + ", ".join(DRIVERS))
     parser.add_argument("--rounds", type=int, default=1, help="HTTP rounds (the median is shown)")
     parser.add_argument("--write", type=Path, help="also write the figures into this markdown file")
     args = parser.parse_args(argv)

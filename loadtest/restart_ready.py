@@ -205,7 +205,9 @@ def list_seconds(base: str, kind: str) -> float:
 
 
 @contextmanager
-def gangplank(api_url: str, workdir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def gangplank(
+    api_url: str, workdir: Path, *flags: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     kubeconfig = workdir / "kubeconfig"
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
@@ -215,7 +217,7 @@ def gangplank(api_url: str, workdir: Path) -> Iterator[tuple[str, subprocess.Pop
     )
     port = free_port()
     command = [sys.executable, "-m", "extender", "serve", "--bind", f"127.0.0.1:{port}",
-               "--kubeconfig", str(kubeconfig), "--log-level", "warning"]  # fmt: skip
+               "--kubeconfig", str(kubeconfig), "--log-level", "warning", *flags]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield f"http://127.0.0.1:{port}", process

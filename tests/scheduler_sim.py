@@ -29,7 +29,8 @@ from extender.kube.workloads import ApiSuspender
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime
 from extender.service.watches import build_reflectors
-from extender.sim.standin import KubeScheduler
+from extender.sim import standin
+from extender.sim.standin import Verbs
 from extender.web.app import create_app
 from tests.fakeapi import FakeApiServer
 
@@ -56,11 +57,12 @@ class Extender:
         stale_after: float = 30.0,
         identity: str | None = None,
         requeue_configmap: tuple[str, str] = REQUEUE_CONFIGMAP,
+        bind_planned: bool = False,
     ) -> None:
         """`identity`: this replica's name beside its kube-scheduler; it leads while the
         scheduler's Lease (kube-system/gangplank-scheduler) is held by `<identity>_...`.
         None: always the leader. `requeue_configmap`: (namespace, name) of the ConfigMap that
-        keeps requeue records (`--requeue-configmap`)."""
+        keeps requeue records (`--requeue-configmap`). `bind_planned`: `--bind-planned-members`."""
         api_client = client.ApiClient(client.Configuration(host=api.url))
         bind_client = client.ApiClient(client.Configuration(host=api.url))
         self.store = ClusterStore()
@@ -92,6 +94,7 @@ class Extender:
             events=ApiEventRecorder(client.CoreV1Api(bind_client)),
             stale_after=stale_after,
             requeue_store=RequeueStore(client.CoreV1Api(bind_client), *requeue_configmap),
+            bind_planned=bind_planned,
         )
         self.server = make_server(
             "127.0.0.1", 0, create_app(self.runtime), threaded=True, request_handler=_QuietHandler
@@ -140,3 +143,14 @@ class Extender:
         text = connection.getresponse().read().decode()
         connection.close()
         return text
+
+
+class KubeScheduler(standin.KubeScheduler):
+    """The stand-in over the tests' fake API server (which can also drop every connection)."""
+
+    api: FakeApiServer
+
+    def __init__(
+        self, api: FakeApiServer, extender: Verbs, scheduler_name: str = "gangplank"
+    ) -> None:
+        super().__init__(api, extender, scheduler_name)

@@ -188,6 +188,7 @@ def with_status(
         restarts,
         ready,
         waiting_reason,
+        pod.needs_bind_cycle,
     )
 
 

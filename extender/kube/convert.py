@@ -363,6 +363,20 @@ def pod_from_api(raw: Any) -> PodInfo:
         ready=pod_ready(status),
         waiting_reason=pod_waiting_reason(status),
         job=gang or single_key(namespace, name),
+        needs_bind_cycle=needs_bind_cycle(spec),
+    )
+
+
+def needs_bind_cycle(spec: Mapping[str, Any]) -> bool:
+    """Whether kube-scheduler's own bind cycle has work for the pod: a volume of a claim
+    (`persistentVolumeClaim`, or an `ephemeral` one's), whose claim may wait for its first
+    consumer to be bound; DRA `resourceClaims` to allocate."""
+    if spec.get("resourceClaims"):
+        return True
+    volumes = spec.get("volumes")
+    return isinstance(volumes, list) and any(
+        isinstance(v, Mapping) and ("persistentVolumeClaim" in v or "ephemeral" in v)
+        for v in volumes
     )
 
 

@@ -103,6 +103,10 @@ class PodInfo:
     ready: bool = False  # the pod's `Ready` condition is "True"
     # The first container (init containers first) waiting with a reason, e.g. ImagePullBackOff.
     waiting_reason: str = ""
+    # kube-scheduler's own bind cycle has work for it: volumes of claims to bind (a
+    # WaitForFirstConsumer claim is bound there), DRA claims to allocate. Only kube-scheduler binds
+    # it (`service/plan_binds.py` leaves it alone).
+    needs_bind_cycle: bool = False
 
     @property
     def key(self) -> str:
