@@ -192,10 +192,12 @@ def list_seconds(base: str, kind: str) -> float:
 
 
 @contextmanager
-def gangplank(api_url: str, workdir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def gangplank(
+    api_url: str, workdir: Path, *flags: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     config = kubeconfig(api_url, workdir)
     port = free_port()
-    command = serve_command(port, "--kubeconfig", str(config))
+    command = serve_command(port, "--kubeconfig", str(config), *flags)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield f"http://127.0.0.1:{port}", process

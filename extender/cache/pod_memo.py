@@ -189,6 +189,8 @@ def with_status(
         ready,
         waiting_reason,
         pod.claims,
+        pod.local_storage,
+        pod.needs_bind_cycle,
     )
 
 

@@ -283,6 +283,7 @@ _SpecParts = tuple[
     str,
     tuple[str, ...],
     bool,
+    bool,
 ]
 SPEC_MEMO_SIZE = 4096
 _spec_memo: dict[int, _SpecParts] = {}
@@ -330,6 +331,7 @@ def _convert_spec(spec: Mapping[str, Any]) -> _SpecParts:
         pod_group if isinstance(pod_group, str) else "",
         _claims(spec),
         _local_storage(spec),
+        needs_bind_cycle(spec),
     )
 
 
@@ -375,7 +377,18 @@ def pod_from_api(raw: Any) -> PodInfo:
     annotations = _string_map(metadata, "annotations", mpath)
     owner = _owner(metadata)
     parts = _spec_parts(spec, spec_key(spec))
-    requests, priority, scheduler, selector, tolerations, affinity, pod_group, claims, local = parts
+    (
+        requests,
+        priority,
+        scheduler,
+        selector,
+        tolerations,
+        affinity,
+        pod_group,
+        claims,
+        local,
+        bind_cycle,
+    ) = parts
     gang = gang_of(labels, annotations, namespace, owner, pod_group)
     return PodInfo(
         uid=_str(metadata, "uid", mpath),
@@ -403,6 +416,20 @@ def pod_from_api(raw: Any) -> PodInfo:
         job=gang or single_key(namespace, name),
         claims=claims,
         local_storage=local,
+        needs_bind_cycle=bind_cycle,
+    )
+
+
+def needs_bind_cycle(spec: Mapping[str, Any]) -> bool:
+    """Whether kube-scheduler's own bind cycle has work for the pod: a volume of a claim
+    (`persistentVolumeClaim`, or an `ephemeral` one's), whose claim may wait for its first
+    consumer to be bound; DRA `resourceClaims` to allocate."""
+    if spec.get("resourceClaims"):
+        return True
+    volumes = spec.get("volumes")
+    return isinstance(volumes, list) and any(
+        isinstance(v, Mapping) and ("persistentVolumeClaim" in v or "ephemeral" in v)
+        for v in volumes
     )
 
 

@@ -74,9 +74,12 @@ class Runtime:
         gpu_use: UseReader | None = None,
         requeue_store: RecordStore | None = None,
         history_store: RecordStore | None = None,
+        bind_planned: bool = False,
     ) -> None:
         self.store = store
         self.binder = binder
+        # Planned gang members bound at plan time (`plan_binds.py`; --bind-planned-members)
+        self.bind_planned = bind_planned
         self.metrics = metrics
         self.reflectors = list(reflectors)
         self.clock = clock
@@ -300,6 +303,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         ),
         events=ApiEventRecorder(client.CoreV1Api(bind_client)),
         stale_after=settings.stale_after,
+        bind_planned=settings.bind_planned_members,
         gpu_use=gpu_use_reader(settings),
         requeue_store=requeue_store(settings, client.CoreV1Api(bind_client)),
         history_store=history_store(settings, client.CoreV1Api(bind_client)),

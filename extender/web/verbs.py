@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from extender.core.model.answers import NodeScores
 from extender.core.model.snapshot import PodInfo
-from extender.kube.binder import BindError
-from extender.kube.plan_recorder import RecordError
 from extender.observe.logs import begin_call, end_call, note_pod
+from extender.service.plan_binds import PlanBinds, bind_pod
 from extender.service.runtime import Runtime
 from extender.web import wire
 from extender.web.body_deadline import BodyDeadlines
@@ -53,6 +52,7 @@ class Verbs:
         metrics = runtime.metrics
         self._latency = {verb: metrics.latency.labels(verb) for verb in VERBS}
         self._last_answer: tuple[NodeScores, int, bytes] | None = None
+        self._plan_binds = PlanBinds(runtime)
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
             "filter": self._filter,
             "prioritize": self._prioritize,
@@ -94,6 +94,8 @@ class Verbs:
             result = runtime.scheduler.filter(
                 runtime.store.snapshot_for_verbs(), pod, nodes.names, runtime.clock(), stale
             )
+        if result.passed and runtime.bind_planned:
+            self._plan_binds.after_filter(pod)  # the plan's other members, bound right away
         return wire.dumps(wire.filter_answer(nodes, result))
 
     def _prioritize(self, body: dict[str, Any]) -> bytes:
@@ -125,31 +127,9 @@ class Verbs:
         return wire.dumps(wire.preempt_answer(kept))
 
     def _bind(self, body: dict[str, Any]) -> bytes:
-        runtime, metrics = self.runtime, self.runtime.metrics
         bind_request = wire.parse_bind(body)
         note_pod(bind_request.namespace, bind_request.name)
-        with runtime.lock:
-            decision = runtime.scheduler.check_bind(bind_request)
-            records = runtime.scheduler.records_to_write(
-                runtime.store.snapshot_for_verbs(), uid=bind_request.uid
-            )
-        if not decision.allowed:
-            metrics.binds.labels("refused").inc()
-            return wire.dumps({"Error": decision.reason})
-        try:
-            runtime.recorder.write(records)  # a plan is in the cluster before a member binds
-            runtime.binder.bind(bind_request)
-        except (BindError, RecordError) as err:
-            metrics.binds.labels("failed").inc()
-            log.warning("%s", err)
-            return wire.dumps({"Error": str(err)})
-        with runtime.lock:
-            pod = runtime.scheduler.bound(bind_request)
-            runtime.store.assume_bound(
-                bind_request.namespace, bind_request.name, bind_request.uid, bind_request.node, pod
-            )
-        metrics.binds.labels("bound").inc()
-        return wire.dumps({"Error": ""})
+        return wire.dumps({"Error": bind_pod(self.runtime, bind_request)})
 
 
 def too_large(limit: int) -> Answer:

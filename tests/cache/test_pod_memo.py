@@ -138,6 +138,9 @@ def test_pods_sharing_a_spec_keep_their_own_node_and_names() -> None:
     assert second.requests == first.requests
 
 
+STATUS_FIELDS = ("node_name", "phase", "started", "restarts", "ready", "waiting_reason", "deleting")
+
+
 def test_with_status_keeps_every_other_field() -> None:
     base = pod_from_api(pod("w-0", uid="u0", gpu=1, labels={"gangplank.io/queue": "q"}))
     changed = with_status(base, "n1", "Running", 5.0, 3, True, "CrashLoopBackOff", True)
@@ -152,6 +155,16 @@ def test_with_status_keeps_every_other_field() -> None:
         deleting=True,
     )
     assert same(changed, expected)
+
+
+@pytest.mark.parametrize(
+    "name", [f.name for f in fields(PodInfo) if f.name not in STATUS_FIELDS and f.init]
+)
+def test_with_status_carries_each_field_of_the_spec_over(name: str) -> None:
+    marker: Any = object()
+    base = replace(pod_from_api(pod("w-0", uid="u0", gpu=1)), **{name: marker})
+    changed = with_status(base, "n1", "Running", 5.0, 3, True, "", False)
+    assert getattr(changed, name) is marker
 
 
 def test_watch_lines_are_joined_across_chunks_and_a_cut_last_line_is_dropped() -> None:

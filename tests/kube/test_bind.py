@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import orjson
 from flask.testing import FlaskClient
 from kubernetes import client
 
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
+from extender.core.model.answers import BindRequest
 from extender.kube.binder import ApiBinder
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime
@@ -103,3 +106,17 @@ def test_a_gang_member_is_bound_only_to_its_planned_node() -> None:
     refused = bind(test_client, "t-0", uid, other)
     assert refused["Error"] == f"pod default/t-0 is planned on node {planned}, not {other}"
     assert bind(test_client, "t-0", uid, planned) == {"Error": ""}
+
+
+def test_binds_over_one_kept_alive_connection_take_milliseconds_not_a_delayed_ack_each(
+    fake_api: FakeApiServer,
+) -> None:
+    # kube-apiserver answers with TCP_NODELAY (Go's default); an API server that wrote its
+    # answer's body behind Nagle's algorithm would hold each call for the client's delayed ACK
+    # (40 ms on Linux): a load test's binds would measure that, not gangplank.
+    uids = [fake_api.put("pods", pod(f"w-{i}"))["metadata"]["uid"] for i in range(30)]
+    binder = ApiBinder(client.CoreV1Api(client.ApiClient(client.Configuration(host=fake_api.url))))
+    start = time.perf_counter()
+    for i, uid in enumerate(uids):
+        binder.bind(BindRequest("default", f"w-{i}", uid, "n1"))
+    assert time.perf_counter() - start < 0.6  # 30 delayed ACKs would be 1.2 s

@@ -172,3 +172,27 @@ def test_the_waiting_reason_is_that_of_the_first_container_waiting_with_one() ->
 def test_unreadable_pods_name_the_field(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(ConversionError, match=message.replace("[", r"\[").replace("]", r"\]")):
         pod_from_api(raw)
+
+
+@pytest.mark.parametrize(
+    ("spec", "needs"),
+    [
+        ({}, False),
+        ({"volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}]}, False),
+        ({"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]}, True),
+        ({"volumes": [{"name": "s", "ephemeral": {"volumeClaimTemplate": {}}}]}, True),
+        ({"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}, True),
+    ],
+    ids=[
+        "a pod with no volumes needs nothing of kube-scheduler's bind cycle",
+        "a config map volume needs nothing of it either",
+        "a claim's volume does: the claim may wait for its first consumer",
+        "an ephemeral volume's claim does too",
+        "a DRA claim does: it is allocated there",
+    ],
+)
+def test_a_pod_that_needs_kube_schedulers_bind_cycle_is_told_apart(
+    spec: dict[str, Any], needs: bool
+) -> None:
+    raw = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [], **spec}}
+    assert pod_from_api(raw).needs_bind_cycle is needs

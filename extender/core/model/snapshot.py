@@ -106,6 +106,10 @@ class PodInfo:
     # The PersistentVolumeClaims its volumes name (`spec.volumes[].persistentVolumeClaim`).
     claims: tuple[str, ...] = ()
     local_storage: bool = False  # an emptyDir or hostPath volume: data a move would lose
+    # kube-scheduler's own bind cycle has work for it: volumes of claims to bind (a
+    # WaitForFirstConsumer claim is bound there), DRA claims to allocate. Only kube-scheduler binds
+    # it (`service/plan_binds.py` leaves it alone).
+    needs_bind_cycle: bool = False
 
     @property
     def key(self) -> str:

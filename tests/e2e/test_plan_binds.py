@@ -1,0 +1,102 @@
+"""With --bind-planned-members, once a filter call plans a gang, gangplank binds the plan's other
+members itself (the asking member goes on through kube-scheduler's bind), except members whose
+volumes or DRA claims kube-scheduler's own bind cycle binds or allocates: those keep its path."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.builders import gang_pods, node
+from tests.fakeapi import FakeApiServer
+from tests.scheduler_sim import Extender, KubeScheduler
+
+NODES = [f"n{i}" for i in range(4)]
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def node_of(api: FakeApiServer, name: str) -> str | None:
+    with api.cond:
+        found: str | None = api.state.objects["pods"][f"default/{name}"]["spec"].get("nodeName")
+        return found
+
+
+def first_filter(extender: Extender, member: dict[str, Any]) -> list[str]:
+    """The first member's filter, asked until gangplank's cache has the whole gang."""
+    passed: list[str] = []
+
+    def asked() -> bool:
+        nonlocal passed
+        _, answer = extender.post("filter", {"Pod": member, "Nodes": None, "NodeNames": NODES})
+        passed = answer["NodeNames"]
+        return bool(passed)
+
+    assert wait_for(asked)
+    return passed
+
+
+def test_the_filter_that_plans_a_gang_has_gangplank_bind_its_other_members_at_once(
+    api: FakeApiServer,
+) -> None:
+    for name in NODES:
+        api.put("nodes", node(name, gpu=8))
+    members = [api.put("pods", p) for p in gang_pods("train", 4, gpu=8)]
+    with Extender(api, bind_planned=True) as extender:
+        planned = first_filter(extender, members[0])
+        others = ["train-1", "train-2", "train-3"]
+        assert wait_for(lambda: all(node_of(api, name) for name in others))
+        assert node_of(api, "train-0") is None  # the asking member is kube-scheduler's to bind
+        status, answer = extender.post(
+            "bind",
+            {
+                "PodName": "train-0",
+                "PodNamespace": "default",
+                "PodUID": members[0]["metadata"]["uid"],
+                "Node": planned[0],
+            },
+        )
+        assert (status, answer) == (200, {"Error": ""})
+        assert sorted(node_of(api, f"train-{i}") or "" for i in range(4)) == NODES
+        assert len(api.state.bindings) == 4
+        assert extender.runtime.scheduler.reservations.pods() == 0
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-1"}}]},
+        {"volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]},
+        {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]},
+    ],
+    ids=[
+        "a claim that may wait for its first consumer is bound in kube-scheduler's bind cycle",
+        "an ephemeral volume's claim is too",
+        "a DRA claim is allocated there",
+    ],
+)
+def test_a_member_that_needs_kube_schedulers_bind_cycle_is_left_to_it(
+    api: FakeApiServer, spec: dict[str, Any]
+) -> None:
+    for name in NODES:
+        api.put("nodes", node(name, gpu=8))
+    pods = gang_pods("train", 2, gpu=8)
+    pods[1]["spec"].update(spec)
+    members = [api.put("pods", p) for p in pods]
+    with Extender(api, bind_planned=True) as extender:
+        first_filter(extender, members[0])
+        time.sleep(0.5)  # what gangplank would bind, it binds within milliseconds
+        assert node_of(api, "train-1") is None
+        scheduler = KubeScheduler(api, extender)
+        scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("train-")) == 2)
+        assert len(set(scheduler.bound("train-").values())) == 2

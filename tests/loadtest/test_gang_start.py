@@ -1,0 +1,52 @@
+"""Gang start: a gang's time to whole and gang throughput, through the simulator's kube-scheduler
+model and through the HTTP stand-in against `gangplank serve`, each printed beside kube-scheduler's
+own figure from the issue and written between their markers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loadtest.gang_start import SHAPES, main
+
+
+def test_the_shapes_interleave_the_gangs_members_as_a_controller_creates_two_jobs() -> None:
+    shape = next(s for s in SHAPES if s.name == "#3373, 8 members")
+    gangs = [p["metadata"]["labels"]["gangplank.io/gang"] for p in shape.pods()]
+    assert gangs[:4] == ["g0", "g1", "g0", "g1"] and len(gangs) == 16
+
+
+@pytest.mark.parametrize(
+    ("only", "expected"),
+    [
+        ("#3373, 8 members", "#3373, 8 members, sim: first gang whole 0.07 s (simulated)"),
+        ("50 gangs", "50 gangs of 8, sim: 201 pods/s (400 pods in 1.99 s, simulated)"),
+    ],
+    ids=[
+        "the first of two interleaved gangs is whole after one cycle for each pod of both",
+        "fifty gangs waiting drain at the model's pace, one pod a cycle",
+    ],
+)
+def test_the_simulated_driver_times_a_gang_and_says_where_its_seconds_went(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], only: str, expected: str
+) -> None:
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\nkept\n")
+    assert main(["--drivers", "sim", "--only", only, "--write", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert expected in out
+    assert "kube-scheduler 1.36's own gangs, real cluster (issue 36)" in out
+    assert "own cycles" in out and "the active queue" in out
+    text = page.read_text()
+    assert "kept" in text and "<!-- gang-start:begin -->" in text and expected in text
+
+
+@pytest.mark.slow  # starts gangplank serve: run by `make test-slow` (and CI)
+def test_the_http_driver_times_a_gang_through_gangplank_serve(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--drivers", "http", "--only", "#3373, 8 members"]) == 0
+    out = capsys.readouterr().out
+    assert "#3373, 8 members, http: first gang whole " in out
+    assert "in gangplank's verbs (filter " in out and "bind 8 calls" in out
