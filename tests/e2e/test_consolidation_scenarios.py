@@ -55,32 +55,44 @@ def events(api: FakeApiServer, reason: str) -> list[str]:
         return [e["message"] for e in api.state.posted_events if e["reason"] == reason]
 
 
-def scattered(api: FakeApiServer, movable: bool) -> None:
-    """Jobs a and b (to land on n0: n1 and n2 are full meanwhile)."""
-    add_nodes(api, 3)
-    for name in ("n1", "n2"):
+def others(count: int) -> list[str]:
+    """The nodes beside n0 of a cluster of `count`."""
+    return [f"n{i}" for i in range(1, count)]
+
+
+def scattered(api: FakeApiServer, movable: bool, nodes: int = 3) -> None:
+    """Jobs a and b (to land on n0: the other nodes are full meanwhile)."""
+    add_nodes(api, nodes)
+    for name in others(nodes):
         api.put("pods", pod(f"full-{name}", gpu=8, node=name, phase="Running"))
     labels = {QUEUE: "ml", **(MOVABLE if movable else {})}
     for name in ("a", "b"):
         api.put("jobs", batch_job(name, 1, gpu=2, labels=labels))
 
 
-def fragment(api: FakeApiServer, extender: Extender, priority: int = 10) -> None:
-    """n1 and n2 keep 2 GPUs free each, and once gangplank's cache shows it, the 8-GPU pod `big`
-    comes (at priority 10 kube-scheduler's own preemption could take a and b for it, or the pods
-    on n1 and n2)."""
-    for name in ("n1", "n2"):
+def fragment(
+    api: FakeApiServer,
+    extender: Extender,
+    priority: int = 10,
+    nodes: int = 3,
+    stays: int = 6,
+    cpu: str = "1",
+) -> None:
+    """The other nodes keep 8 - `stays` GPUs free each (n1 and n2: 2 each), and once gangplank's
+    cache shows it, the 8-GPU pod `big` (asking for `cpu`) comes (at priority 10 kube-scheduler's
+    own preemption could take a and b for it, or the pods on the other nodes)."""
+    for name in others(nodes):
         api.delete("pods", "default", f"full-{name}")
-        api.put("pods", pod(f"stays-{name}", gpu=6, node=name, phase="Running"))
+        api.put("pods", pod(f"stays-{name}", gpu=stays, node=name, phase="Running"))
 
     def seen() -> bool:
-        nodes = extender.store.snapshot().nodes
+        known = extender.store.snapshot().nodes
         return all(
-            [p.name for p in nodes[n].pods] == [f"stays-{n}"] for n in ("n1", "n2") if n in nodes
+            [p.name for p in known[n].pods] == [f"stays-{n}"] for n in others(nodes) if n in known
         )
 
     wait_for(seen, timeout=10)
-    api.put("pods", pod("big", gpu=8, priority=priority, labels={QUEUE: "ml"}))
+    api.put("pods", pod("big", gpu=8, cpu=cpu, priority=priority, labels={QUEUE: "ml"}))
 
 
 def on_n0(jobs: JobController) -> bool:
@@ -142,14 +154,39 @@ def test_two_movable_jobs_are_moved_to_planned_nodes_the_8_gpu_pod_starts_and_th
         assert 'gangplank_consolidation_plans_total{outcome="made"} 1.0' in metrics
 
 
+def nothing_moved(api: FakeApiServer, jobs: JobController, scheduler: KubeScheduler) -> None:
+    scheduler.settle(timeout=3, until=lambda: False)  # many passes
+    assert bound(api, "big") is None
+    assert suspend_flags(api, "a") == suspend_flags(api, "b") == []
+    assert on_n0(jobs) and jobs.failed("a") == jobs.failed("b") == 0
+    assert events(api, "ConsolidationPlanned") == []
+
+
 def test_nothing_moves_when_the_candidates_are_not_movable(api: FakeApiServer) -> None:
     scattered(api, movable=False)
-    with running(api) as (_, extender, scheduler):
+    with running(api) as (jobs, extender, scheduler):
         fragment(api, extender, priority=0)
-        scheduler.settle(timeout=3, until=lambda: False)  # many passes
-        assert bound(api, "big") is None
-        assert suspend_flags(api, "a") == suspend_flags(api, "b") == []
-        assert events(api, "ConsolidationPlanned") == []
+        nothing_moved(api, jobs, scheduler)
+
+
+def test_nothing_moves_when_the_waiting_pod_would_not_fit_after_the_moves(
+    api: FakeApiServer,
+) -> None:
+    """`big` asks for 100 CPUs: emptying n0 of a and b would give it its GPUs, not its CPUs
+    (with 2 CPUs it is the first scenario, and a and b move)."""
+    scattered(api, movable=True)
+    with running(api) as (jobs, extender, scheduler):
+        fragment(api, extender, priority=0, cpu="100")
+        nothing_moved(api, jobs, scheduler)
+
+
+def test_nothing_moves_when_a_moved_job_would_have_no_place(api: FakeApiServer) -> None:
+    """Five nodes: n1 to n4 keep one GPU free each, so 8 are free in all (4 on n0), but a 2-GPU
+    job fits on none of the others (with two free on each, a and b move)."""
+    scattered(api, movable=True, nodes=5)
+    with running(api) as (jobs, extender, scheduler):
+        fragment(api, extender, priority=0, nodes=5, stays=7)
+        nothing_moved(api, jobs, scheduler)
 
 
 def test_a_disruption_budget_on_one_moved_job_drops_the_whole_plan_and_nothing_moves(
