@@ -1,6 +1,7 @@
 """Consolidation in the simulator: a waiting pod that no node has room for, while the cluster has
 its GPUs free in total, makes room by moving running jobs, with gangplank's move planner
-(`core/consolidation/plan.py: plan_moves`, called here: the engine does not plan moves yet).
+(`core/consolidation/plan.py: plan_moves`, the engine's, called here with the simulator's own
+rule of what is movable, below; the moves are carried out here, not through the engine).
 
 Movable here: a running single-pod job asking for fewer GPUs than its node has, with no
 nodeSelector. Consolidated for: a single pod asking for GPUs (a gang's planner would plan its
