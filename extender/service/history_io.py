@@ -73,6 +73,8 @@ class HistoryIO:
                 self.scheduler.history_known("", found)
             except ValueError as err:
                 self._overwrite = True
+                # not overwritten before the next write is due: the loss stays shown that long
+                self._written_at = self.clock()
                 self.scheduler.history_known(
                     f"the record kept in the cluster is lost ({err}); the history starts again "
                     "from now once this leader has written its own"

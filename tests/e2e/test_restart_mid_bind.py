@@ -186,7 +186,7 @@ def test_a_reclaim_whose_victims_left_while_gangplank_was_down_completes_after_a
     api: FakeApiServer, how: str
 ) -> None:
     """Two research gangs borrow the whole cluster; prod's gang (within its guarantee) reclaims
-    one of them. gangplank is killed once the victims are evicted, before prod's members bind;
+    one of them. gangplank is killed once the victims are evicted, before prod is whole;
     kube-scheduler keeps its parked pods as they were. The new process restores prod's plan
     from its record and nudges its members: prod starts whole on the victims' nodes, and no
     second gang is evicted."""
@@ -208,7 +208,9 @@ def test_a_reclaim_whose_victims_left_while_gangplank_was_down_completes_after_a
         return sorted(n for _, n, dry in api.state.evictions if not dry)
 
     scheduler.settle(timeout=30, until=lambda: len(evicted()) == 4)
-    assert len(evicted()) == 4 and not bound(api, "serve"), (evicted(), scheduler.reasons)
+    # killed mid-reclaim: the victims are gone, prod is not whole (a member whose node emptied
+    # first may have bound already: the fake API server answers in a millisecond)
+    assert len(evicted()) == 4 and len(bound(api, "serve")) < 4, (evicted(), scheduler.reasons)
     with killed_and_back(api, how, old, rules) as new:
         for member in gang_pods("intruder", 4, gpu=8):  # in no queue: only room stops it
             api.put("pods", member)
