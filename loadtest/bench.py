@@ -40,7 +40,7 @@ from extender.service.runtime import Runtime
 from extender.service.server import serve_command
 from extender.web.app import create_app
 from loadtest.cluster import DEFAULT_TRACES, build, traces_present
-from loadtest.consolidation import bench_consolidation
+from loadtest.consolidation import bench_consolidation, bench_engine
 from loadtest.live import post
 from loadtest.watch_events import bench_watch
 
@@ -383,8 +383,10 @@ def main(argv: list[str] | None = None) -> int:
 
     rows += bench_gangs(store, names, args.calls)
     # The move planner alone (core/consolidation/plan.py) on its own scattered cluster of
-    # args.nodes 8-GPU nodes full of movable small jobs, beside its 100 ms target (issue 34).
+    # args.nodes 8-GPU nodes full of movable small jobs, and the engine's whole try_move there,
+    # beside the 100 ms target (issue 34).
     rows += bench_consolidation(args.nodes, calls=20)
+    rows += bench_engine(args.nodes, calls=7)
     if not args.no_queues:
         from loadtest.queues import bench_queues, preemption_in_own_process
 
