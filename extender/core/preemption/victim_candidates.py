@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import is_single, job_key
-from extender.core.model.resources import GPU
+from extender.core.model.resources import GPU, total
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import PreemptionRules
@@ -236,8 +236,9 @@ def reclaim_candidates(
     account: Callable[[str], str] | None = None,
     first: Collection[str] = (),
 ) -> list[RunningJob]:
-    """Jobs that other queues run beyond their guarantee (any priority), lowest priority then
-    newest first, never more than was borrowed (no queue falls below its guarantee).
+    """Jobs that other queues run beyond their guarantee (any priority), elastic gangs' extras
+    first, then lowest priority then newest first, never more than was borrowed (no queue falls
+    below its guarantee).
     `account(victim_queue)` is where borrowing is measured: in a tree, the victim's ancestor just
     below the one it shares with `queue` (siblings first share their parent's guarantee)."""
     governed = set(governed)
@@ -251,19 +252,24 @@ def reclaim_candidates(
             and rules_of(j.queue).reclaimable
             and _may_go(j, rules_of, now)
         ),
-        key=lambda j: (j.key not in first, j.priority, -j.started, j.key),
+        key=lambda j: (not j.extra, j.key not in first, j.priority, -j.started, j.key),
     )
     left: dict[str, dict[str, int]] = {}
+    counted: set[str] = set()  # pods already taken (an extra, then its gang's minimum)
     found = []
     for job in ordered:
         assert job.queue is not None
         owner = account(job.queue)
         room = left.setdefault(owner, dict(borrowed(owner)))
-        taking = {k: v for k, v in job.requests.items() if k in governed and v > 0}
+        going = [p for p in (*job.pods, *job.rest) if p.uid not in counted]
+        taking = {
+            k: v for k, v in total(p.requests for p in going).items() if k in governed and v > 0
+        }
         if not taking or any(room.get(k, 0) < v for k, v in taking.items()):
             continue
         for name, amount in taking.items():
             room[name] -= amount
+        counted.update(p.uid for p in going)
         found.append(job)
     return found
 

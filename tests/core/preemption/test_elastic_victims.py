@@ -16,9 +16,9 @@ NOW = 1_800_000_000.0
 HOUR = 3600.0
 
 
-def elastic_running(count: int, queue_name: str = "") -> list[dict[str, Any]]:
+def elastic_running(count: int, queue_name: str = "", apart: float = HOUR) -> list[dict[str, Any]]:
     """Gang e (8-GPU members of priority 10, minimum 2, maximum 4) on n0…, each member started
-    an hour after the one before (e-2 onward are its extras)."""
+    `apart` after the one before (e-2 onward are its extras: the last started, then by name)."""
     labels = {"gangplank.io/gang": "e"}
     if queue_name:
         labels["gangplank.io/queue"] = queue_name
@@ -27,7 +27,7 @@ def elastic_running(count: int, queue_name: str = "") -> list[dict[str, Any]]:
         bound_pod(
             pod(f"e-{i}", gpu=8, priority=10, labels=labels, annotations=annotations),
             f"n{i}",
-            NOW - 10 * HOUR + i * HOUR,
+            NOW - 10 * HOUR + i * apart,
         )
         for i in range(count)
     ]
@@ -95,11 +95,16 @@ def test_preemption_takes_extras_first_and_never_part_of_the_minimum(
     assert evicted(Engine(), cluster, needed, None) == victims
 
 
-def test_reclaim_takes_a_borrowing_queues_extras_before_its_newest_job() -> None:
+@pytest.mark.parametrize(
+    "apart",
+    [HOUR, 0.0],
+    ids=["members started an hour apart", "members started at once (its minimum counted apart)"],
+)
+def test_reclaim_takes_a_borrowing_queues_extras_before_its_newest_job(apart: float) -> None:
     cluster = Cluster(
         nodes=[node(f"n{i}") for i in range(4)],
         pods=[
-            *elastic_running(3, "research"),
+            *elastic_running(3, "research", apart),
             lone("newest", "n3", NOW - HOUR, "research"),
             *waiting(1, "vision", priority=0),
         ],
