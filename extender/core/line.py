@@ -291,12 +291,9 @@ class Line:
                             )
                 continue
             tried += 1
-            needed = len(pending)
-            if not is_single(job.key):
-                gang = resolve_gang(snapshot, job.key)
-                if not gang.ready:
-                    continue
-                needed = gang.needed
+            needed = _needed(snapshot, job.key, pending)
+            if needed is None:
+                continue
             free = engine.placer.free_of(job.key, only={r for p in pending for r in p.requests})
             if plan_gang(snapshot, pending, needed, free, bounded=True).ok:
                 continue  # it fits: kube-scheduler will place it
@@ -356,12 +353,9 @@ class Line:
             if job.key == gang.key:
                 continue
             pending = sorted(job.pods, key=lambda p: (p.created, p.name))
-            needed = len(pending)
-            if not is_single(job.key):
-                head = resolve_gang(snapshot, job.key)
-                if not head.ready:
-                    continue
-                needed = head.needed
+            needed = _needed(snapshot, job.key, pending)
+            if needed is None:
+                continue
             free = engine.placer.free_of(job.key, only={r for p in pending for r in p.requests})
             if not plan_gang(snapshot, pending, needed, free, bounded=True).ok:
                 return ""
@@ -373,6 +367,14 @@ class Line:
                 f"{job.queue}"
             )
         return ""
+
+
+def _needed(snapshot: Snapshot, key: str, pending: Sequence[PodInfo]) -> int | None:
+    """How many of waiting job `key`'s `pending` pods must be placed (None: a gang not ready)."""
+    if is_single(key):
+        return len(pending)
+    gang = resolve_gang(snapshot, key)
+    return gang.needed if gang.ready else None
 
 
 def _extras_only(gang: Gang) -> bool:

@@ -65,7 +65,7 @@ def test_an_elastic_gang_of_2_to_4_on_room_for_3_starts_3_then_gives_its_extra_b
         assert len(planned) == 1, planned
         assert planned.pop().startswith("gang default/el: 2 members planned whole on ")
         [waiting] = {f"el-{i}" for i in range(4)} - started.keys()
-        assert not api.object("pods", "default", waiting)["spec"].get("nodeName")
+        assert started_on(api, waiting) is None
 
         for member in gang_pods("urgent", 1, gpu=8, **urgent):
             api.put("pods", member)

@@ -186,7 +186,7 @@ def test_nonsense_sizes_are_reported_clearly(
     assert gang.size == 0 and problem in gang.problem
 
 
-GANGPLANK = {"labels": {"gangplank.io/gang": "g"}}
+GANGPLANK: dict[str, Any] = {"labels": {"gangplank.io/gang": "g"}}
 ELASTIC: list[tuple[str, list[dict[str, Any]], dict[str, Any], tuple[int, int]]] = [
     (
         "gangplank.io/gang-max above gangplank.io/gang-size",
