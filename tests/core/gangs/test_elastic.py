@@ -130,3 +130,22 @@ def test_an_extra_starts_only_where_the_first_job_in_line_still_fits(
             "this extra pod waits, the room on node n2 is kept for pod default/head, first in "
             "line in queue vision" in result.unresolvable["n0"]
         )
+
+
+def test_an_extra_never_takes_the_room_the_hold_keeps_for_the_gang_first_in_line() -> None:
+    running = [
+        {**raw, "spec": {**raw["spec"], "nodeName": f"n{i}"}, "status": {"phase": "Running"}}
+        for i, raw in enumerate(elastic("t", 2, 2, 4))
+    ]
+    ending = pod("ending", gpu=8, node="n2", phase="Running")
+    big = elastic("big", 2, 2, 2)
+    cluster = Cluster(nodes=gpu_nodes(3), pods=[*running, ending, *big])
+    gs = Engine()
+    assert filter_all(gs, cluster, big[:1]) == {"big-0": []}
+    assert gs.holder.current is not None and gs.holder.current.key == "gangplank:default/big"
+    cluster.delete("pods", ending)  # n2 frees up after the hold began: kept for big
+    extra = elastic("t", 3, 2, 4)[2]
+    cluster.add("pods", extra)
+    result = gs.filter(cluster.snap(), pod_from_api(extra), names(cluster), 1.0)
+    assert not result.passed
+    assert "no room for this extra pod" in result.unresolvable["n2"]
