@@ -21,6 +21,7 @@ from functools import partial
 
 from extender.core import recovery
 from extender.core.consolidation.consolidation import Consolidation
+from extender.core.gangs.gang import Gang
 from extender.core.gangs.holder import HoldKeeper
 from extender.core.gangs.placer import GangConfig, GangPlacer, Placed
 from extender.core.gangs.plan_record import ToWrite
@@ -83,6 +84,7 @@ class Engine:
         self.scorer = PlacementScorer()  # `learn` is fed by the adapter (off the lock)
         self.scorer.reserved = self.placer.reserved_pods
         self.line = Line(self)
+        self.placer.spare = self._spare
         self.scheduler_names = frozenset(scheduler_names)
         self.policy: Policy | None = None
         self.book: QueueBook | None = None
@@ -138,6 +140,11 @@ class Engine:
         return self.consolidation.try_move(
             snapshot, key, pods, needed, self.now, self.policy, self.queue_name
         )
+
+    def _spare(self, snapshot: Snapshot, gang: Gang, pod: PodInfo, node: str) -> str:
+        """Why an elastic gang's extra may not take `node` (the fair line's say; "" without
+        queues: reservations and the hold are already kept from it)."""
+        return self.line.spare(snapshot, gang, pod, node) if self.policy is not None else ""
 
     def sync(self, snapshot: Snapshot, now: float) -> None:
         """Bring the components up to `now` on `snapshot` (cheap when nothing is due)."""

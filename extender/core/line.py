@@ -8,6 +8,10 @@
   has room) get the same chance (`_reclaim_pass`); the hold goes to the first job of the line its
   quota admits (`_give_hold`); refused jobs their queue admits now are nudged.
 
+An elastic gang's extra members (beyond its minimum) wait behind everyone: they are never the
+head of the line, never get the hold, never preempt, and start only where the head of the line
+would still fit (`spare`).
+
 It keeps no state of its own but when it last looked; the state is the components'.
 """
 
@@ -23,8 +27,8 @@ from extender.core.model.answers import FilterResult, Victims
 from extender.core.model.gpu_use import GpuUse
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.rejection import Rejection
-from extender.core.model.snapshot import PodInfo, Snapshot
-from extender.core.placement.planner import plan_gang
+from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
+from extender.core.placement.planner import FreeOf, plan_gang
 from extender.core.preemption.quota_room import QUOTA_RULES
 from extender.core.queues.admission import Verdict, check_quota, check_state
 from extender.core.queues.book import QueueBook
@@ -93,7 +97,10 @@ class Line:
         """The quota verdict on `pod`'s job, whole (None: an invalid or incomplete gang)."""
         engine = self._engine
         assert engine.policy is not None
-        return verdict_on_job(engine.policy, engine.book_for(snapshot), snapshot, key, pod, queue)
+        plan = engine.reservations.get(key)
+        planned = plan.assignments.keys() if plan is not None else ()
+        book = engine.book_for(snapshot)
+        return verdict_on_job(engine.policy, book, snapshot, key, pod, queue, planned)
 
     def past_quota(
         self,
@@ -142,8 +149,8 @@ class Line:
         """A gang its queue admits (or with no queue) lacks room: preemption may plan it on what
         victims free. True when a plan was made."""
         engine = self._engine
-        if gang.key in engine.reservations or not gang.ready:
-            return False
+        if gang.key in engine.reservations or not gang.ready or _extras_only(gang):
+            return False  # an elastic gang's extras never preempt
         state = engine.placer.room_state(snapshot, gang)
         if engine.preemption.tried.known(gang.key, state, now) is not None:
             return False  # tried on this very state a moment ago: no victims then, none now
@@ -191,6 +198,8 @@ class Line:
             return {}
         if not planned and not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
+            if _extras_only(gang) or (gang.elastic and key in engine.reservations):
+                return {}  # an elastic gang's extra member: no one is evicted for it
             if not gang.ready:
                 # Parked without a filter call (no node had room): nudged once it is complete.
                 engine.waiting.park(gang, pod, Rejection.INCOMPLETE, "", now)
@@ -263,7 +272,7 @@ class Line:
         policy = engine.policy
         assert policy is not None
         tried = 0
-        for job in self._line(book, now):
+        for job in self._line(book, now, snapshot):
             if tried >= RECLAIM_TRIES:
                 return
             pending = sorted(job.pods, key=lambda p: (p.created, p.name))
@@ -282,12 +291,9 @@ class Line:
                             )
                 continue
             tried += 1
-            needed = len(pending)
-            if not is_single(job.key):
-                gang = resolve_gang(snapshot, job.key)
-                if not gang.ready:
-                    continue
-                needed = gang.needed
+            needed = _needed(snapshot, job.key, pending)
+            if needed is None:
+                continue
             free = engine.placer.free_of(job.key, only={r for p in pending for r in p.requests})
             if plan_gang(snapshot, pending, needed, free, bounded=True).ok:
                 continue  # it fits: kube-scheduler will place it
@@ -295,7 +301,9 @@ class Line:
                 continue  # moving movable jobs makes room: no one is preempted
             engine.preemption.plan(snapshot, job.key, pending, needed, job.queue, now, policy, book)
 
-    def _line(self, book: QueueBook, now: float) -> Iterator[WaitingJob]:
+    def _line(
+        self, book: QueueBook, now: float, snapshot: Snapshot | None = None
+    ) -> Iterator[WaitingJob]:
         """The first HEAD_TRIES waiting jobs in fair order, those with a plan, those a
         lifecycle rule holds back (a requeue's backoff, held) and a moved job's new pods (their
         places are kept) left out."""
@@ -307,16 +315,19 @@ class Line:
             if not any(moves.kept_for(p) for p in job.pods[:1]):  # a moved job's new pods
                 yield job
 
-    def admissible(self, book: QueueBook, now: float) -> Iterator[WaitingJob]:
-        """Waiting jobs in fair order that their queue's quota admits now."""
-        for job in self._line(book, now):
+    def admissible(
+        self, book: QueueBook, now: float, snapshot: Snapshot | None = None
+    ) -> Iterator[WaitingJob]:
+        """Waiting jobs in fair order that their queue's quota admits now (`snapshot`: elastic
+        gangs' extras left out)."""
+        for job in self._line(book, now, snapshot):
             if check_quota(book, job.queue, job.requests, job.name).ok:
                 yield job
 
     def _give_hold(self, snapshot: Snapshot, book: QueueBook, now: float) -> None:
         """The hold goes to the first job of the fair line that its quota admits."""
         engine = self._engine
-        for job in self.admissible(book, now):
+        for job in self.admissible(book, now, snapshot):
             pending = sorted(job.pods, key=lambda p: (p.created, p.name))
             if engine.holder.give(
                 snapshot,
@@ -331,3 +342,52 @@ class Line:
         hold = engine.holder.current
         if hold is not None and hold.key not in book.waiting_keys:
             engine.holder.release()
+
+    def spare(self, snapshot: Snapshot, gang: Gang, pod: PodInfo, node: str) -> str:
+        """Why extra member `pod` of elastic `gang` may not take room on `node` ("": it may): the
+        first job of the fair line its quota admits fits now, and would not with the extra there.
+        (A head that does not fit either way has the hold, which extras never take.)"""
+        engine = self._engine
+        book = engine.book_for(snapshot)
+        for job in self.admissible(book, engine.now, snapshot):
+            if job.key == gang.key:
+                continue
+            pending = sorted(job.pods, key=lambda p: (p.created, p.name))
+            needed = _needed(snapshot, job.key, pending)
+            if needed is None:
+                continue
+            free = engine.placer.free_of(job.key, only={r for p in pending for r in p.requests})
+            if not plan_gang(snapshot, pending, needed, free, bounded=True).ok:
+                return ""
+            taken = _minus(free, node, pod.requests)
+            if plan_gang(snapshot, pending, needed, taken, bounded=True).ok:
+                return ""
+            return (
+                f"the room on node {node} is kept for {job.name}, first in line in queue "
+                f"{job.queue}"
+            )
+        return ""
+
+
+def _needed(snapshot: Snapshot, key: str, pending: Sequence[PodInfo]) -> int | None:
+    """How many of waiting job `key`'s `pending` pods must be placed (None: a gang not ready)."""
+    if is_single(key):
+        return len(pending)
+    gang = resolve_gang(snapshot, key)
+    return gang.needed if gang.ready else None
+
+
+def _extras_only(gang: Gang) -> bool:
+    """An elastic gang whose minimum is bound: what it waits for are extras."""
+    return gang.elastic and gang.whole
+
+
+def _minus(free: FreeOf, node: str, requests: Mapping[str, int]) -> FreeOf:
+    def room(info: NodeInfo) -> dict[str, int]:
+        left = dict(free(info))
+        if info.name == node:
+            for name, amount in requests.items():
+                left[name] = left.get(name, 0) - amount
+        return left
+
+    return room

@@ -5,13 +5,18 @@ A pod belongs to at most one gang; its key names the source and the gang:
 `gangplank:ns/name`, `volcano:ns/name`, `coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`.
 The size comes from the gang's own annotation, its PodGroup, Kueue's total-count, or the Job's
 parallelism. Anything that does not give one clear, sane size is a `problem`, reported on the pods.
+
+**Elastic gangs** (docs/elastic.md): `size` is the minimum, placed all or nothing; `maximum` is
+how many members it may run. It comes from `gangplank.io/gang-max`, a Job's parallelism above the
+gang size its pods carry, or the pods a PodGroup has beyond its `minMember`. Members beyond the
+minimum ("extras") start only on capacity no one waits for, and go first when others need it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from extender.core.model.keys import GANG_SIZE, KUEUE_TOTAL, MAX_GANG_SIZE
+from extender.core.model.keys import GANG_MAX, GANG_SIZE, KUEUE_TOTAL, MAX_GANG_SIZE
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.topology import NO_CONSTRAINT, Constraint, constraint_of
 
@@ -26,6 +31,7 @@ class Gang:
     constraint: Constraint = NO_CONSTRAINT  # the topology its pods or PodGroup ask for
     group_priority: int | None = None  # a native PodGroup's priority, over its pods'
     basic: bool = False  # a native PodGroup with the `basic` policy: no gang, pods on their own
+    maximum: int = 0  # members it may run (elastic when above `size`; 0: `size`)
 
     @property
     def name(self) -> str:
@@ -45,6 +51,26 @@ class Gang:
     def needed(self) -> int:
         """Members still to place: its size less those already running."""
         return max(0, self.size - len(self.bound))
+
+    @property
+    def most(self) -> int:
+        """Members it may run: its maximum, at least its size."""
+        return max(self.size, self.maximum)
+
+    @property
+    def elastic(self) -> bool:
+        return self.maximum > self.size
+
+    @property
+    def whole(self) -> bool:
+        """Its minimum is running: any further member is an extra."""
+        return self.size > 0 and len(self.bound) >= self.size
+
+    @property
+    def extras(self) -> list[PodInfo]:
+        """Bound members beyond the minimum, the last started first (the first to go)."""
+        bound = sorted(self.bound, key=lambda p: (p.started or p.created, p.name), reverse=True)
+        return bound[: max(0, len(bound) - self.size)]
 
     @property
     def bound(self) -> list[PodInfo]:
@@ -109,8 +135,11 @@ def resolve_gang(snapshot: Snapshot, key: str, asking: PodInfo | None = None) ->
         return Gang(key, 0, members, f"gang {name}: {problem}")
     if source == "native":
         return _native(snapshot, key, members, constraint)
+    maximum = 0
     if source == "gangplank":
         size, problem = _annotated_size(members, GANG_SIZE, "the gang size")
+        if not problem:
+            maximum, problem = _maximum(snapshot, members, size)
     elif source in ("volcano", "coscheduling"):
         group = snapshot.pod_groups.get(key)
         kind = "Volcano" if source == "volcano" else "coscheduling"
@@ -122,24 +151,53 @@ def resolve_gang(snapshot: Snapshot, key: str, asking: PodInfo | None = None) ->
         else:
             size, problem = _size(group.min_member, f"minMember of PodGroup {name}")
             timeout = group.timeout_seconds
+            if not problem:  # its pods beyond minMember are extras
+                maximum, problem = _maximum(snapshot, members, size, len(members))
     elif source == "kueue":
         size, problem = _annotated_size(members, KUEUE_TOTAL, "the pod group total count")
     else:  # job
-        job = snapshot.jobs.get(name)
-        if job is None:
-            size, problem = 0, f"waiting for Job {name} (not in gangplank's cache yet)"
-        elif job.parallelism is None:
-            size, problem = 1, ""
-        else:
-            wanted = job.parallelism
-            if job.completions is not None:
-                wanted = min(wanted, job.completions)
-            size, problem = _size(
-                max(wanted, 1) if wanted >= 0 else wanted, f"parallelism of Job {name}"
-            )
+        size, problem = _job_size(snapshot, name)
+        if not problem and any(GANG_SIZE in p.annotations for p in members):
+            # a gang size on its pods below the parallelism: that many first, the rest extras
+            maximum = size
+            size, problem = _annotated_size(members, GANG_SIZE, "the gang size")
+            if not problem and size > maximum:
+                problem = f"the gang size {size} is above the parallelism {maximum} of Job {name}"
     if problem:
         return Gang(key, 0, members, f"gang {name}: {problem}")
-    return Gang(key, size, members, timeout_seconds=timeout, constraint=constraint)
+    return Gang(key, size, members, timeout_seconds=timeout, constraint=constraint, maximum=maximum)
+
+
+def _job_size(snapshot: Snapshot, name: str) -> tuple[int, str]:
+    """The pods Job `name` runs at once: its parallelism (at most its completions)."""
+    job = snapshot.jobs.get(name)
+    if job is None:
+        return 0, f"waiting for Job {name} (not in gangplank's cache yet)"
+    if job.parallelism is None:
+        return 1, ""
+    wanted = job.parallelism
+    if job.completions is not None:
+        wanted = min(wanted, job.completions)
+    return _size(max(wanted, 1) if wanted >= 0 else wanted, f"parallelism of Job {name}")
+
+
+def _maximum(
+    snapshot: Snapshot, members: tuple[PodInfo, ...], size: int, default: int = 0
+) -> tuple[int, str]:
+    """The members a gang of `size` may run: `gangplank.io/gang-max` on its pods, else the
+    parallelism of the Job that owns them, else `default` (0: `size`)."""
+    if any(GANG_MAX in p.annotations or GANG_MAX in p.labels for p in members):
+        maximum, problem = _annotated_size(members, GANG_MAX, "the gang maximum")
+        if not problem and maximum < size:
+            problem = f"the gang maximum {GANG_MAX} is {maximum}, below its size {size}"
+        return maximum, problem
+    owner = next((p.owner for p in members if p.owner is not None), None)
+    if owner is not None and owner.kind == "Job":
+        ns = members[0].namespace
+        parallelism, problem = _job_size(snapshot, f"{ns}/{owner.name}")
+        if not problem and parallelism > size:
+            return parallelism, ""
+    return default, ""
 
 
 NATIVE_API = "scheduling.k8s.io/v1alpha2"

@@ -9,6 +9,9 @@
   reservations against each other.
 - **No starvation.** Without a policy, a gang that lacks room claims the hold (`holder.py`).
 - **Recovery.** A partly bound gang plans only its missing members, near its bound members.
+- **Elastic gangs.** Once its minimum is planned or bound, an elastic gang's further members
+  ("extras", up to its maximum) are placed one by one on what is left, near its members, and only
+  where `spare` (the fair line's say, set by the engine) finds no waiting job needs the room.
 - **Memory.** A gang found not to fit is not planned again on the same state (`no_room.py`):
   kube-scheduler retries every parked member on every pod created, and the answer cannot differ
   until capacity, reservations or the hold change (a plan at 5,000 nodes is tens of ms).
@@ -19,7 +22,7 @@ It decides and answers; who waits is the caller's to write down (`Placed.rejecti
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -36,7 +39,19 @@ from extender.core.model.rejection import Rejection
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.data_plan import plan_near_data, refuse_far_from_data
 from extender.core.placement.planner import describe, plan_gang
-from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology, near_members
+from extender.core.placement.topology import (
+    DEFAULT_TOPOLOGY,
+    Topology,
+    near_members,
+    near_nodes,
+)
+
+# Why an elastic gang's extra member may not take `node` ("": no waiting job needs it).
+Spare = Callable[[Snapshot, Gang, PodInfo, str], str]
+
+
+def _spare(snapshot: Snapshot, gang: Gang, pod: PodInfo, node: str) -> str:
+    return ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,7 @@ class GangPlacer:
         self._no_room = NoRoom()
         self._outsiders = OutsiderCheck(reservations, holder)
         self.failures: Counter[str] = Counter()
+        self.spare: Spare = _spare
 
     def count(self, kind: Rejection) -> None:
         """A member parked without a filter call (kube-scheduler's preempt verb, a restart), for
@@ -135,7 +151,9 @@ class GangPlacer:
             self._avoid.setdefault(key, {}).setdefault(pod.uid, set()).add(node)
             self._reservations.release(key)
         elif plan is not None:
-            return self._add_to_plan(snapshot, gang, pod, names)
+            return self._add_to_plan(snapshot, gang, pod, names, now)
+        if gang.elastic and gang.whole:
+            return self._add_to_plan(snapshot, gang, pod, names, now)
         if len(gang.members) < gang.size:
             reason = f"gang {gang.name}: {len(gang.members)} of {gang.size} pods exist"
             return self._reject(gang, names, Rejection.INCOMPLETE, reason)
@@ -180,10 +198,15 @@ class GangPlacer:
             )
             return self._reject(gang, names, Rejection.NO_ROOM, reason)
         members = {p.uid: p for p in gang.members}
+        assignments = dict(attempt.assignments)
+        if gang.elastic:  # its minimum only: extras are placed one by one (`_add_to_plan`)
+            order = sorted(assignments, key=lambda uid: uid != pod.uid)
+            assignments = {uid: assignments[uid] for uid in order[: gang.needed]}
+            node = assignments.get(pod.uid)
         plan = Plan(
             key=gang.key,
-            assignments=dict(attempt.assignments),
-            requests={uid: members[uid].requests for uid in attempt.assignments},
+            assignments=assignments,
+            requests={uid: members[uid].requests for uid in assignments},
             deadline=now + (gang.timeout_seconds or self.config.reservation_seconds),
             last_member_created=max(p.created for p in gang.members),
         )
@@ -191,6 +214,8 @@ class GangPlacer:
         self._holder.release(gang.key)
         self._reservations.install(plan, asking=pod.uid)
         if node is None:  # the gang is placed without this extra pod; the plan stands
+            if gang.elastic:
+                return self._add_to_plan(snapshot, gang, pod, names, now)
             return self._reject_extra(gang, pod, names)
         return Placed(_admit(node))
 
@@ -217,11 +242,14 @@ class GangPlacer:
         state = self._no_room_state(snapshot, gang, self._avoid.get(gang.key, {}))
         if self._no_room.reason(gang.key, state) is not None:
             return False
+        extra = gang.elastic and gang.whole  # whether one more member would fit
         attempt = plan_near_data(
             snapshot,
             gang.pending,
-            gang.needed,
-            self.free_of(gang.key, only={r for p in gang.pending for r in p.requests}),
+            1 if extra else gang.needed,
+            self.free_of(
+                None if extra else gang.key, only={r for p in gang.pending for r in p.requests}
+            ),
             self.topology,
             gang.constraint,
             partial(self.reserved_pods, snapshot),
@@ -264,24 +292,56 @@ class GangPlacer:
         )
 
     def _add_to_plan(
-        self, snapshot: Snapshot, gang: Gang, pod: PodInfo, names: Sequence[str]
+        self, snapshot: Snapshot, gang: Gang, pod: PodInfo, names: Sequence[str], now: float
     ) -> Placed:
         """A member the plan does not know (an extra pod, a replacement for a deleted one): place
-        it on what is left, without moving members already admitted to their nodes."""
+        it on what is left, near the members, without moving members already admitted to their
+        nodes. An elastic gang's extra: up to its maximum, where no waiting job needs the room."""
+        plan = self._reservations.get(gang.key)
+        planned = dict(plan.assignments) if plan is not None else {}
+        if gang.elastic:
+            placed = {p.uid for p in gang.bound} | planned.keys()
+            if len(placed) >= gang.most:
+                reason = (
+                    f"gang {gang.name}: {len(placed)} members are placed, its maximum of "
+                    f"{gang.most}; this pod waits until one of them ends"
+                )
+                return self._reject(gang, names, Rejection.NO_ROOM, reason)
         offered = set(names)
+        nodes = snapshot.nodes
+        near = [nodes[n] for p in gang.bound if (n := p.node_name) is not None and n in nodes]
+        near += [nodes[n] for n in planned.values() if n in nodes]
         attempt = plan_gang(
             snapshot,
             [pod],
             1,
             self.free_of(None, only=list(pod.requests)),
-            prefer=near_members(snapshot, gang.bound, self.topology),
+            prefer=near_nodes(snapshot, near, self.topology),
             avoid={pod.uid: snapshot.nodes.keys() - offered},
             bounded=True,
         )
         node = attempt.assignments.get(pod.uid)
         if node is None:
             return self._reject_extra(gang, pod, names)
-        self._reservations.add_member(gang.key, pod, node)
+        if gang.elastic:
+            needed = self.spare(snapshot, gang, pod, node)
+            if needed:
+                reason = (
+                    f"gang {gang.name}: its {gang.size} members are placed; this extra pod "
+                    f"waits, {needed}"
+                )
+                return self._reject(gang, names, Rejection.NO_ROOM, reason)
+        if plan is None:  # the minimum is bound: the extra has a plan of its own
+            extra = Plan(
+                key=gang.key,
+                assignments={pod.uid: node},
+                requests={pod.uid: pod.requests},
+                deadline=now + self.config.reservation_seconds,
+                last_member_created=max(p.created for p in gang.members),
+            )
+            self._reservations.install(extra, asking=pod.uid, quiet=True)
+        else:
+            self._reservations.add_member(gang.key, pod, node)
         return Placed(_admit(node))
 
     def _reject_extra(self, gang: Gang, pod: PodInfo, names: Sequence[str]) -> Placed:

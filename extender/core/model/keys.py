@@ -21,6 +21,7 @@ SINGLE = "pod:"
 
 GANG_LABEL = "gangplank.io/gang"
 GANG_SIZE = "gangplank.io/gang-size"
+GANG_MAX = "gangplank.io/gang-max"  # an elastic gang: members it may run beyond its size
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"

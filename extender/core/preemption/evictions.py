@@ -69,11 +69,26 @@ class EvictionQueue:
         else:
             where = f"in queue {queue}" if queue else "(no queue)"
             why = f"priority {first.priority} {where}"
-        names = ", ".join(job_name(v.key) for v in victims)
+        names = ", ".join(
+            f"{job_name(v.key)} (extra pod {v.pods[0].name})" if v.extra else job_name(v.key)
+            for v in victims
+        )
         told = f"gangplank evicts {len(victims)} job(s) for this {preemptor}: {why}: {names}"
+        seen: set[str] = set()
         for victim in victims:
-            share = victim.gpu_seconds(now) / len(victim.pods)
-            for pod in victim.pods:
+            going = [*victim.pods, *victim.rest]
+            share = victim.gpu_seconds(now) / len(going)
+            if victim.extra:
+                together = (
+                    f"an extra pod of elastic {job_name(victim.key)}, beyond its minimum: the "
+                    "minimum keeps running"
+                )
+            else:
+                together = f"all {len(going)} pod(s) of {job_name(victim.key)} go together"
+            for pod in going:
+                if pod.uid in seen:
+                    continue
+                seen.add(pod.uid)
                 self.pending.append(
                     Eviction(
                         job=victim.key,
@@ -84,8 +99,7 @@ class EvictionQueue:
                         rule=rule,
                         queue=victim.queue or "",
                         gpu_seconds=share,
-                        message=f"evicted by gangplank: {why}, for {preemptor} "
-                        f"(all {len(victim.pods)} pod(s) of {job_name(victim.key)} go together)",
+                        message=f"evicted by gangplank: {why}, for {preemptor} ({together})",
                         preemptor=(first.namespace, first.name),
                         preemptor_message=told,
                         plan=key,

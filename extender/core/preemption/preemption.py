@@ -39,6 +39,7 @@ from extender.core.preemption.tried import Tried
 from extender.core.preemption.victim_candidates import (
     RunningJob,
     broken_first,
+    extras_first,
     priority_candidates,
     reclaim_candidates,
     running_jobs,
@@ -187,6 +188,7 @@ class Preemption:
             nonlocal looked_at
             candidates = broken_first(candidates, partial(self._runs_short, snapshot))
             candidates.sort(key=lambda j: j.key not in first)  # idle ones first, order kept
+            candidates = extras_first(candidates)  # elastic gangs' extras before all
             looked_at += len(candidates)
             if not candidates:
                 return None
@@ -263,7 +265,7 @@ class Preemption:
     def _runs_short(self, snapshot: Snapshot, job: RunningJob) -> bool:
         """A gang running fewer members than it needs, with no plan of gangplank's to complete
         it (a gang mid-bind under a plan is not short)."""
-        if job.key in self.reservations:
+        if job.key in self.reservations or job.extra or job.rest:
             return False
         gang = resolve_gang(snapshot, job.key)
         return not gang.problem and len(job.pods) < gang.size

@@ -1,7 +1,9 @@
 """Victim candidates: the running jobs, and which of them the rules let make room for a waiting job.
 
 A running job is a gang whole (all its bound members) or a pod alone: a gang is evicted whole or
-not at all, so no gang is left running in part.
+not at all, so no gang is left running in part. An elastic gang running beyond its minimum is
+several: each extra member alone (`extra`), and its minimum, which takes the extras still running
+with it when it goes (`rest`): taking extras never breaks the gang below its minimum.
 
 Never a victim: system pods (priority 1,000,000,000 and above), pods labelled
 `gangplank.io/preemptible: "false"` or `volcano.sh/preemptable: "false"` (one such member
@@ -15,7 +17,8 @@ Two rules decide who may be a victim of whom:
   queue stop where it would fall below its guarantee.
 
 Each rule gives its candidates in its order of preference; a gang already running short of
-members (a leader died between two of its evictions) comes before that order (`broken_first`).
+members (a leader died between two of its evictions) comes before that order (`broken_first`),
+and elastic gangs' extras before everyone (`extras_first`).
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import is_single, job_key
-from extender.core.model.resources import GPU
+from extender.core.model.resources import GPU, total
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import PreemptionRules
@@ -42,6 +46,8 @@ class RunningJob:
     pods: tuple[PodInfo, ...]
     freed: Mapping[str, Mapping[str, int]]  # node -> requests of its pods there
     requests: Mapping[str, int] = field(default_factory=dict)  # all its pods together
+    extra: bool = False  # an elastic gang's member beyond its minimum, alone
+    rest: tuple[PodInfo, ...] = ()  # an elastic gang's extras, evicted with its minimum
 
     def __post_init__(self) -> None:
         if not self.requests:
@@ -57,7 +63,7 @@ class RunningJob:
     @property
     def protected(self) -> str:
         """Why no one may preempt it ("" when anyone the rules allow may)."""
-        for pod in self.pods:
+        for pod in (*self.pods, *self.rest):
             if pod.priority >= SYSTEM_PRIORITY:
                 return f"pod {pod.key} is a system pod (priority {pod.priority})"
             for key, value in OPT_OUTS:
@@ -114,26 +120,56 @@ def running_jobs(
                 )
             )
             continue
-        freed: dict[str, dict[str, int]] = {}
-        whole: dict[str, int] = {}
-        for pod in pods:
-            assert pod.node_name is not None
+        jobs.extend(_gang_jobs(snapshot, key, pods, queue_of(pods[0])))
+    return jobs
+
+
+def _gang_jobs(
+    snapshot: Snapshot, key: str, pods: list[PodInfo], queue: str | None
+) -> list[RunningJob]:
+    """A running gang as victim candidates: one job, or an elastic gang's extras each alone and
+    its minimum (counted as freeing its own members' room; its extras go with it)."""
+    gang = resolve_gang(snapshot, key)
+    extras: list[PodInfo] = []
+    if gang.elastic and len(pods) > gang.size:
+        running = {p.uid for p in pods}
+        extras = [p for p in gang.extras if p.uid in running]
+    gone = {p.uid for p in extras}
+    core = [p for p in pods if p.uid not in gone]
+    freed: dict[str, dict[str, int]] = {}
+    whole: dict[str, int] = {}
+    for pod in pods:
+        assert pod.node_name is not None
+        if pod.uid not in gone:
             on_node = freed.setdefault(pod.node_name, {})
             for name, amount in pod.requests.items():
                 on_node[name] = on_node.get(name, 0) + amount
-                whole[name] = whole.get(name, 0) + amount
-        jobs.append(
-            RunningJob(
-                key=key,
-                queue=queue_of(pods[0]),
-                priority=max(p.priority for p in pods),
-                started=min(p.started or p.created for p in pods),
-                pods=tuple(pods),
-                freed=freed,
-                requests=whole,
-            )
+        for name, amount in pod.requests.items():
+            whole[name] = whole.get(name, 0) + amount
+    jobs = [
+        RunningJob(
+            key=key,
+            queue=queue,
+            priority=max(p.priority for p in pods),
+            started=min(p.started or p.created for p in core),
+            pods=tuple(core),
+            freed=freed,
+            requests=whole,
+            rest=tuple(extras),
         )
+    ]
+    for pod in extras:
+        assert pod.node_name is not None
+        started = pod.started or pod.created
+        node = {pod.node_name: pod.requests}
+        jobs.append(RunningJob(key, queue, pod.priority, started, (pod,), node, extra=True))
     return jobs
+
+
+def extras_first(candidates: list[RunningJob]) -> list[RunningJob]:
+    """Elastic gangs' extra members before any other candidate, the rule's order kept within
+    each part: they run on room no one was waiting for, and their gang keeps its minimum."""
+    return sorted(candidates, key=lambda job: not job.extra)
 
 
 def broken_first(
@@ -200,8 +236,9 @@ def reclaim_candidates(
     account: Callable[[str], str] | None = None,
     first: Collection[str] = (),
 ) -> list[RunningJob]:
-    """Jobs that other queues run beyond their guarantee (any priority), lowest priority then
-    newest first, never more than was borrowed (no queue falls below its guarantee).
+    """Jobs that other queues run beyond their guarantee (any priority), elastic gangs' extras
+    first, then lowest priority then newest first, never more than was borrowed (no queue falls
+    below its guarantee).
     `account(victim_queue)` is where borrowing is measured: in a tree, the victim's ancestor just
     below the one it shares with `queue` (siblings first share their parent's guarantee)."""
     governed = set(governed)
@@ -215,19 +252,24 @@ def reclaim_candidates(
             and rules_of(j.queue).reclaimable
             and _may_go(j, rules_of, now)
         ),
-        key=lambda j: (j.key not in first, j.priority, -j.started, j.key),
+        key=lambda j: (not j.extra, j.key not in first, j.priority, -j.started, j.key),
     )
     left: dict[str, dict[str, int]] = {}
+    counted: set[str] = set()  # pods already taken (an extra, then its gang's minimum)
     found = []
     for job in ordered:
         assert job.queue is not None
         owner = account(job.queue)
         room = left.setdefault(owner, dict(borrowed(owner)))
-        taking = {k: v for k, v in job.requests.items() if k in governed and v > 0}
+        going = [p for p in (*job.pods, *job.rest) if p.uid not in counted]
+        taking = {
+            k: v for k, v in total(p.requests for p in going).items() if k in governed and v > 0
+        }
         if not taking or any(room.get(k, 0) < v for k, v in taking.items()):
             continue
         for name, amount in taking.items():
             room[name] -= amount
+        counted.update(p.uid for p in going)
         found.append(job)
     return found
 

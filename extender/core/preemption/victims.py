@@ -28,7 +28,10 @@ class PreemptionPlan:
 
     @property
     def victim_pods(self) -> list[PodInfo]:
-        return [p for v in self.victims for p in v.pods]
+        """Every pod that goes: the victims' own, and the extras that go with an elastic gang's
+        minimum (each once)."""
+        pods = {p.uid: p for v in self.victims for p in (*v.pods, *v.rest)}
+        return list(pods.values())
 
 
 def _with_freed(free_of: FreeOf, freed: Mapping[str, dict[str, int]]) -> FreeOf:

@@ -4,10 +4,13 @@ A pod names its queue by label (`workload.queue_label`); the policy resolves it 
 defaults, unknown names). A queue with child queues holds no work itself. The verdict is on the
 job's pending pods together (a gang's, once it is complete and valid); a gang already running in
 part is completed even in a closed queue (it holds resources for work that cannot run until it is
-whole), but never past its quota.
+whole), but never past its quota. An elastic gang asks for its minimum first; once that is placed,
+each further member asks for itself (quota counts them like any member).
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import is_single, job_name
@@ -35,17 +38,28 @@ def queue_of(policy: Policy, pod: PodInfo) -> tuple[str | None, str]:
 
 
 def verdict_on_job(
-    policy: Policy, book: QueueBook, snapshot: Snapshot, key: str, pod: PodInfo, queue: str
+    policy: Policy,
+    book: QueueBook,
+    snapshot: Snapshot,
+    key: str,
+    pod: PodInfo,
+    queue: str,
+    planned: Collection[str] = (),
 ) -> Verdict | None:
     """The quota verdict on `pod`'s job `key`, whole; None for a gang that is invalid or not
-    complete (no quota question yet: the gang placer says why it waits)."""
+    complete (no quota question yet: the gang placer says why it waits). `planned`: the uids of
+    its members with a planned node (an elastic gang's minimum may be planned, not bound)."""
     request: dict[str, int] = dict(pod.requests)
     running = False
     if not is_single(key):
         gang = resolve_gang(snapshot, key, asking=pod)
         if not gang.ready:
             return None
-        request = total(p.requests for p in gang.pending)
+        pending = gang.pending
+        if gang.elastic:  # its minimum first, then each extra on its own
+            placed = {p.uid for p in gang.bound}.union(planned)
+            pending = [pod] if len(placed) >= gang.size else pending[: gang.needed]
+        request = total(p.requests for p in pending)
         running = bool(gang.bound)
     # A partly bound gang is running work: it is completed even in a closed queue.
     verdict = ADMITTED if running else check_state(policy, queue)

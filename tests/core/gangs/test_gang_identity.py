@@ -184,3 +184,99 @@ def test_nonsense_sizes_are_reported_clearly(
     key = next(iter(cluster.snap().groups))
     gang = resolve_gang(cluster.snap(), key)
     assert gang.size == 0 and problem in gang.problem
+
+
+GANGPLANK: dict[str, Any] = {"labels": {"gangplank.io/gang": "g"}}
+ELASTIC: list[tuple[str, list[dict[str, Any]], dict[str, Any], tuple[int, int]]] = [
+    (
+        "gangplank.io/gang-max above gangplank.io/gang-size",
+        members(
+            3,
+            **GANGPLANK,
+            annotations={"gangplank.io/gang-size": "2", "gangplank.io/gang-max": "4"},
+        ),
+        {},
+        (2, 4),
+    ),
+    (
+        "a Job's parallelism above the gang size its pods carry",
+        members(3, **GANGPLANK, annotations={"gangplank.io/gang-size": "2"}, job="train"),
+        {"jobs": [job("train", 4, namespace="ml")]},
+        (2, 4),
+    ),
+    (
+        "a queued Job's parallelism above the gang size its pods carry",
+        members(
+            3,
+            labels={"gangplank.io/queue": "q"},
+            annotations={"gangplank.io/gang-size": "2"},
+            job="train",
+        ),
+        {"jobs": [job("train", 4, namespace="ml")]},
+        (2, 4),
+    ),
+    (
+        "a coscheduling PodGroup's minMember below its pods",
+        members(3, labels={"scheduling.x-k8s.io/pod-group": "g"}),
+        {"coscheduling_podgroups": [pod_group("g", 2, namespace="ml")]},
+        (2, 3),
+    ),
+    (
+        "a Volcano PodGroup's minMember (the job's minAvailable) below its pods",
+        members(3, annotations={"scheduling.k8s.io/group-name": "g"}),
+        {"volcano_podgroups": [pod_group("g", 2, namespace="ml")]},
+        (2, 3),
+    ),
+    (
+        "a gang size alone (not elastic)",
+        members(3, **GANGPLANK, annotations={"gangplank.io/gang-size": "3"}),
+        {},
+        (3, 3),
+    ),
+    (
+        "a Job's parallelism alone (not elastic)",
+        members(2, labels={"gangplank.io/queue": "q"}, job="train"),
+        {"jobs": [job("train", 4, namespace="ml")]},
+        (4, 4),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "pods,objects,least_most",
+    [e[1:] for e in ELASTIC],
+    ids=[f"the minimum and maximum come from {e[0]}" for e in ELASTIC],
+)
+def test_an_elastic_gang_reads_its_minimum_and_maximum(
+    pods: list[dict[str, Any]], objects: dict[str, Any], least_most: tuple[int, int]
+) -> None:
+    cluster = Cluster(pods=pods, **objects)
+    gang = resolve_gang(cluster.snap(), next(iter(cluster.snap().groups)))
+    assert gang.problem == ""
+    assert (gang.size, gang.most, gang.elastic) == (*least_most, least_most[1] > least_most[0])
+
+
+def test_a_gang_maximum_below_its_size_is_reported() -> None:
+    annotations = {"gangplank.io/gang-size": "4", "gangplank.io/gang-max": "2"}
+    cluster = Cluster(pods=members(1, **GANGPLANK, annotations=annotations))
+    gang = resolve_gang(cluster.snap(), "gangplank:ml/g")
+    assert gang.size == 0
+    assert "the gang maximum gangplank.io/gang-max is 2, below its size 4" in gang.problem
+
+
+def test_the_extras_are_the_bound_members_beyond_the_minimum_the_last_started_first() -> None:
+    annotations = {"gangplank.io/gang-size": "2", "gangplank.io/gang-max": "4"}
+    pods = [
+        pod(
+            f"m{i}",
+            namespace="ml",
+            node="n0",
+            phase="Running",
+            **GANGPLANK,
+            annotations=annotations,
+            created=f"2026-12-01T10:0{i}:00Z",
+        )
+        for i in range(3)
+    ]
+    gang = resolve_gang(Cluster(pods=pods).snap(), "gangplank:ml/g")
+    assert gang.whole and [p.name for p in gang.extras] == ["m2"]

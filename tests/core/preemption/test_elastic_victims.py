@@ -1,0 +1,129 @@
+"""Elastic gangs' extras are the first victims of preemption and reclaim, before any whole job,
+and taking them never breaks the gang below its minimum (docs/elastic.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.core.engine import Engine
+from extender.core.queues.policy_parse import parse_policy
+from tests.builders import bound_pod, gpus, node, pod, policy_doc, queue
+from tests.cluster import Cluster
+
+NOW = 1_800_000_000.0
+HOUR = 3600.0
+
+
+def elastic_running(count: int, queue_name: str = "", apart: float = HOUR) -> list[dict[str, Any]]:
+    """Gang e (8-GPU members of priority 10, minimum 2, maximum 4) on n0…, each member started
+    `apart` after the one before (e-2 onward are its extras: the last started, then by name)."""
+    labels = {"gangplank.io/gang": "e"}
+    if queue_name:
+        labels["gangplank.io/queue"] = queue_name
+    annotations = {"gangplank.io/gang-size": "2", "gangplank.io/gang-max": "4"}
+    return [
+        bound_pod(
+            pod(f"e-{i}", gpu=8, priority=10, labels=labels, annotations=annotations),
+            f"n{i}",
+            NOW - 10 * HOUR + i * apart,
+        )
+        for i in range(count)
+    ]
+
+
+def lone(name: str, on: str, started: float, queue_name: str = "") -> dict[str, Any]:
+    labels = {"gangplank.io/queue": queue_name} if queue_name else {}
+    return bound_pod(pod(name, gpu=8, labels=labels), on, started)
+
+
+def waiting(count: int, queue_name: str = "", priority: int = 100) -> list[dict[str, Any]]:
+    labels = {"gangplank.io/gang": "w"}
+    if queue_name:
+        labels["gangplank.io/queue"] = queue_name
+    annotations = {"gangplank.io/gang-size": str(count)}
+    return [
+        pod(f"w-{i}", gpu=8, priority=priority, labels=labels, annotations=annotations)
+        for i in range(count)
+    ]
+
+
+def evicted(engine: Engine, cluster: Cluster, count: int, queue_name: str | None) -> list[str]:
+    snapshot = cluster.snap()
+    members = list(snapshot.groups["gangplank:default/w"])
+    book = engine.book_for(snapshot) if engine.policy is not None else None
+    engine.preemption.plan(
+        snapshot, "gangplank:default/w", members, count, queue_name, NOW, engine.policy, book
+    )
+    return sorted(e.name for e in engine.preemption.take_evictions())
+
+
+CASES: list[tuple[str, int, bool, list[str]]] = [
+    (
+        "a job needing one node takes the gang's extra, not a job alone of lower priority",
+        1,
+        True,
+        ["e-2"],
+    ),
+    (
+        "a job needing two nodes takes the extra, then the rule's next; the minimum keeps running",
+        2,
+        True,
+        ["e-2", "lone"],
+    ),
+    (
+        "a job needing the gang's nodes takes it whole, its extra with its minimum",
+        3,
+        False,
+        ["e-0", "e-1", "e-2"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "needed,with_lone,victims", [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_preemption_takes_extras_first_and_never_part_of_the_minimum(
+    needed: int, with_lone: bool, victims: list[str]
+) -> None:
+    others = [lone("lone", "n3", NOW - 9 * HOUR)] if with_lone else []
+    cluster = Cluster(
+        nodes=[node(f"n{i}") for i in range(4 if with_lone else 3)],
+        pods=[*elastic_running(3), *others, *waiting(needed)],
+    )
+    assert evicted(Engine(), cluster, needed, None) == victims
+
+
+@pytest.mark.parametrize(
+    "apart",
+    [HOUR, 0.0],
+    ids=["members started an hour apart", "members started at once (its minimum counted apart)"],
+)
+def test_reclaim_takes_a_borrowing_queues_extras_before_its_newest_job(apart: float) -> None:
+    cluster = Cluster(
+        nodes=[node(f"n{i}") for i in range(4)],
+        pods=[
+            *elastic_running(3, "research", apart),
+            lone("newest", "n3", NOW - HOUR, "research"),
+            *waiting(1, "vision", priority=0),
+        ],
+    )
+    policy = parse_policy(
+        policy_doc(queue("research"), queue("vision", guarantee=gpus(16))), "policy.yaml"
+    )
+    assert evicted(Engine(policy=policy), cluster, 1, "vision") == ["e-2"]
+
+
+def test_an_evicted_extra_is_told_its_gang_keeps_its_minimum() -> None:
+    cluster = Cluster(
+        nodes=[node(f"n{i}") for i in range(3)], pods=[*elastic_running(3), *waiting(1)]
+    )
+    engine = Engine()
+    snapshot = cluster.snap()
+    members = list(snapshot.groups["gangplank:default/w"])
+    engine.preemption.plan(snapshot, "gangplank:default/w", members, 1, None, NOW, None, None)
+    (eviction,) = engine.preemption.take_evictions()
+    assert eviction.message.endswith(
+        "(an extra pod of elastic gang default/e, beyond its minimum: the minimum keeps running)"
+    )
