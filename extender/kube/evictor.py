@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from extender.core.lifecycle.lifecycle import EVICTED
+from extender.core.lifecycle.events import EVICTED
 from extender.core.preemption.evictions import Eviction
 from extender.kube.binder import api_message
 from extender.kube.events import post_pod_event

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import orjson
 from kubernetes.client.exceptions import ApiException
 
-from extender.core.lifecycle.lifecycle import RESUMED
+from extender.core.lifecycle.events import RESUMED
 from extender.core.lifecycle.workloads import Resume, Suspension, Workload
 from extender.kube.binder import api_message
 from extender.kube.events import post_event

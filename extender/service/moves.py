@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from extender.cache.store import ClusterStore
-from extender.core.consolidation.consolidation import Move, MovedJob
 from extender.core.consolidation.movable import Way
+from extender.core.consolidation.moves import Move, MovedJob
 from extender.core.engine import Engine
 from extender.kube.evictor import Evictor
 from extender.kube.plan_recorder import PlanRecorder, RecordError

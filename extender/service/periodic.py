@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from extender.cache.handlers import POD_GROUP_KINDS
 from extender.cache.store import ClusterStore
-from extender.core.consolidation.consolidation import Move
+from extender.core.consolidation.moves import Move
 from extender.core.engine import Engine
 from extender.core.gangs.plan_record import ToWrite
 from extender.core.lifecycle.watchdog import Look

@@ -3,19 +3,20 @@
 Asked (`try_move`) about a job its queue admits that fits nowhere on what is free now, first in
 the leader's pass (kube-scheduler never sends a pod that its own filters fit nowhere, such as an
 8-GPU pod on scattered GPUs) and at filter time when a gang lacks room, both before preemption.
-It finds the plan (`plan.plan_moves`: whole jobs, the fewest moves, then the fewest GPUs moved,
-each moved job onto capacity free now), checks every moved pod may go to its new node (its node
-selector, taints, the other resources), and then, before anything moves:
+It finds the plan among the candidates (`candidates.movable_jobs`; `plan.plan_moves`: whole jobs,
+the fewest moves, then the fewest GPUs moved, each moved job onto capacity free now), checks every
+moved pod may go to its new node (`candidates.placeable`: its node selector, taints, the other
+resources), and then, before anything moves:
 
 - reserves the waiting job's place as preemption does (`Plan.with_victims`, the moved pods as its
   victims, `moved`): its pods pass only once the moved pods have left;
 - reserves each moved job's new places by job and shape (`moved:<old uid>` slots in a plan of
   its own): a new pod of the same controller with the same requests takes one (`claim`), since
   a recreated pod has a new uid and, for most controllers, a new name;
-- hands the moves to the service (`take_moves`): a kind with a suspend field is suspended and
-  resumed a few seconds later through a kept record (`Lifecycle.move`: no requeue spent, resumed
-  once whoever leads), other recreating controllers' pods are evicted; every pod of the plan is
-  evicted as a dry run first and one refusal drops the whole plan (`refused`).
+- hands the moves to the service (`take_moves`; `moves.py`): a kind with a suspend field is
+  suspended and resumed a few seconds later through a kept record (`Lifecycle.move`: no requeue
+  spent, resumed once whoever leads), other recreating controllers' pods are evicted; every pod
+  of the plan is evicted as a dry run first and one refusal drops the whole plan (`refused`).
 
 No move loop: at most `consolidation.movesPerMinute` jobs a minute, a job moved is not moved
 again for MOVED_AGAIN_SECONDS (the kept records remember it across a restart), a job is moved
@@ -30,53 +31,32 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.core.consolidation.movable import Way, how_moved
+from extender.core.consolidation.candidates import QueueOf, movable_jobs, placeable
+from extender.core.consolidation.movable import how_moved
+from extender.core.consolidation.moves import (
+    Move,
+    MovedJob,
+    move_message,
+    moved_job,
+    planned_message,
+    waiting_job,
+)
 from extender.core.consolidation.plan import Movable, MovePlan, plan_moves
 from extender.core.gangs.hold import FreeOf
 from extender.core.gangs.plans import Plan
 from extender.core.gangs.reservations import Reservations
 from extender.core.lifecycle.lifecycle import Lifecycle
-from extender.core.lifecycle.workloads import Suspension, Workload
-from extender.core.model.keys import is_single, job_key, job_name
+from extender.core.model.keys import is_single
 from extender.core.model.notices import Notice, Outbox
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.candidates import could_hold
-from extender.core.placement.fit import fits, why_not_placeable
-from extender.core.preemption.evictions import Eviction
 from extender.core.queues.policy import MOVES_PER_MINUTE, Policy
 
-MOVE_RESUME_SECONDS = 3.0  # a job suspended to move it is resumed this long after
 MOVED_AGAIN_SECONDS = 600.0  # a job moved is not moved again for this long
 SLOT_SECONDS = 180.0  # beyond the reservation time: its pods leave, are recreated, bind
 SLOT = "moved:"  # the uids of a moved job's kept places: `moved:<the old pod's uid>`
 PLANNED = "ConsolidationPlanned"  # the Event on the waiting job
-
-QueueOf = Callable[[PodInfo], str | None]
-
-
-@dataclass(frozen=True, slots=True)
-class MovedJob:
-    """One job of a plan, and how it moves (the service carries it out)."""
-
-    key: str
-    way: Way
-    pods: tuple[PodInfo, ...]  # its running pods (the old ones)
-    targets: Mapping[str, str]  # old pod uid -> its new node
-    message: str  # what its Event says
-    suspension: Suspension | None = None  # Way.SUSPEND
-    evictions: tuple[Eviction, ...] = ()  # Way.EVICT
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """A whole plan: every job moved for waiting job `key`, checked (dry run) together."""
-
-    key: str
-    jobs: tuple[MovedJob, ...]
-
-    def pods(self) -> list[tuple[str, str, str]]:
-        return [(p.namespace, p.name, p.uid) for j in self.jobs for p in j.pods]
 
 
 @dataclass
@@ -178,7 +158,19 @@ class Consolidation:
         holding = could_hold(snapshot, pending)
         free = self._free_of(key, only=(GPU,))
         free_gpus = {n: max(0, free(snapshot.nodes[n]).get(GPU, 0)) for n in holding}
-        movable = self.movable_jobs(snapshot, key, pending, set(holding), now, policy, queue_of)
+        since = now - MOVED_AGAIN_SECONDS
+        recently = {k for k, at in self.moved.items() if at >= since}
+        movable = movable_jobs(
+            snapshot,
+            key,
+            pending,
+            set(holding),
+            policy,
+            queue_of,
+            recently=recently | self._lifecycle.moved_since(since),
+            reservations=self._reservations,
+            suspends=self._lifecycle.suspend_workloads,
+        )
         if not movable:
             return None
         gpus: Movable = {
@@ -188,78 +180,7 @@ class Consolidation:
         plan = plan_moves(free_gpus, asks, gpus, budget)
         if plan is None or not plan.moves:
             return None  # no plan, or it fits without one (the planner's to place)
-        return (plan, movable) if self._placeable(snapshot, pending, plan, movable) else None
-
-    def movable_jobs(
-        self,
-        snapshot: Snapshot,
-        key: str,
-        pending: Sequence[PodInfo],
-        nodes: set[str],
-        now: float,
-        policy: Policy | None,
-        queue_of: QueueOf,
-    ) -> dict[str, tuple[PodInfo, ...]]:
-        """The running jobs on `nodes` that may be moved for job `key`: movable (`movable.py`),
-        of its priority or lower, not leaving, not planned, not moved lately."""
-        priority = max(p.priority for p in pending)
-        since = now - MOVED_AGAIN_SECONDS
-        recently = {k for k, at in self.moved.items() if at >= since}
-        recently |= self._lifecycle.moved_since(since)
-        leaving = self._reservations.leaving()
-        jobs: dict[str, list[PodInfo]] = {}
-        for name in nodes:
-            for pod in snapshot.nodes[name].pods:
-                if pod.requests.get(GPU, 0) > 0 and pod.active and pod.priority <= priority:
-                    jobs.setdefault(job_key(pod), []).append(pod)
-        out: dict[str, tuple[PodInfo, ...]] = {}
-        for k, found in jobs.items():
-            if k == key or k in recently or k in self._reservations:
-                continue
-            members = tuple(p for p in snapshot.groups.get(k, ()) if p.active) or tuple(found)
-            if len(members) != len(found) or any(p.uid in leaving for p in members):
-                continue  # it runs pods elsewhere too (on nodes the job cannot use), or leaves
-            allows = policy is not None and policy.movable_queue(queue_of(members[0]))
-            way, _, _ = how_moved(snapshot, k, members, allows)
-            if way is Way.SUSPEND and not self._lifecycle.suspend_workloads:
-                continue  # nobody carries out suspensions here (the simulator)
-            if way is not None:
-                out[k] = members
-        return out
-
-    @staticmethod
-    def _placeable(
-        snapshot: Snapshot,
-        pending: Sequence[PodInfo],
-        plan: MovePlan,
-        movable: Mapping[str, Sequence[PodInfo]],
-    ) -> bool:
-        """Every moved pod may go to its new node (its constraints, and all it requests with the
-        other moved pods there), and every waiting pod to its node once the moved pods left."""
-        pods = {p.uid: p for job in movable.values() for p in job}
-        landing: dict[str, list[PodInfo]] = {}
-        leaving: dict[str, list[PodInfo]] = {}
-        for _, targets in plan.moves:
-            for uid, (old, new) in targets.items():
-                landing.setdefault(new, []).append(pods[uid])
-                leaving.setdefault(old, []).append(pods[uid])
-        waiting = {p.uid: p for p in pending}
-        for uid, where in plan.assignments.items():
-            landing.setdefault(where, []).append(waiting[uid])
-        for name, arriving in landing.items():
-            node = snapshot.nodes[name]
-            free = {
-                r: node.allocatable.get(r, 0) - node.requested.get(r, 0) for r in node.allocatable
-            }
-            for pod in leaving.get(name, ()):
-                for r, amount in pod.requests.items():
-                    free[r] = free.get(r, 0) + amount
-            for pod in arriving:
-                if why_not_placeable(pod, node) or not fits(pod.requests, free):
-                    return False
-                for r, amount in pod.requests.items():
-                    free[r] = free.get(r, 0) - amount
-        return True
+        return (plan, movable) if placeable(snapshot, pending, plan, movable) else None
 
     def _install(
         self,
@@ -278,21 +199,12 @@ class Consolidation:
         waiting = Plan.with_victims(key, pending, plan.assignments, victims, deadline)
         waiting.moved = True
         self._reservations.install(waiting)
-        need = sum(p.requests.get(GPU, 0) for p in pending)
-        single = len(pending) == 1
-        whom = f"{job_name(key)} ({need} GPUs{' in one node' if single else ''})"
+        whom = waiting_job(key, pending)
         first = pending[0]
         jobs: list[MovedJob] = []
         for moved_key, targets in plan.moves:
             members = tuple(pods[uid] for uid in targets)
-            gpus = sum(p.requests.get(GPU, 0) for p in members)
-            routes = ", ".join(
-                sorted({f"from node {old} to {new}" for old, new in targets.values()})
-            )
-            message = (
-                f"gangplank moves {job_name(moved_key)} ({gpus} GPUs) {routes} "
-                f"to make room for {whom}"
-            )
+            message = move_message(moved_key, members, targets, whom)
             slots = Plan(
                 key=moved_key,
                 assignments={SLOT + uid: new for uid, (_, new) in targets.items()},
@@ -309,8 +221,17 @@ class Consolidation:
             way, workload, _ = how_moved(snapshot, moved_key, members, allows)
             assert way is not None
             jobs.append(
-                self._moved_job(
-                    moved_key, way, workload, members, targets, message, queue, first, now
+                moved_job(
+                    self._lifecycle,
+                    moved_key,
+                    way,
+                    workload,
+                    members,
+                    targets,
+                    message,
+                    queue,
+                    first,
+                    now,
                 )
             )
             self.recent.append(now)
@@ -319,52 +240,8 @@ class Consolidation:
         self._flights[key] = _Flight(key, move, now)
         self._moves.append(move)
         self.outcomes.plans["made"] += 1
-        names = "; ".join(j.message.removeprefix("gangplank ") for j in jobs)
-        told = (
-            f"{whom} fits once gangplank moves {len(jobs)} job(s), whose new places are "
-            f"kept: {names}"
-        )
+        told = planned_message(whom, jobs)
         self._outbox.add(Notice(key, PLANNED, told, pod=first if is_single(key) else None))
-
-    def _moved_job(
-        self,
-        key: str,
-        way: Way,
-        workload: Workload | None,
-        pods: tuple[PodInfo, ...],
-        targets: Mapping[str, tuple[str, str]],
-        message: str,
-        queue: str,
-        waiting: PodInfo,
-        now: float,
-    ) -> MovedJob:
-        new = {uid: to for uid, (_, to) in targets.items()}
-        if way is Way.SUSPEND:
-            assert workload is not None
-            suspension = self._lifecycle.move(
-                key, pods, workload, queue, message, now, MOVE_RESUME_SECONDS
-            )
-            return MovedJob(key, way, pods, new, message, suspension=suspension)
-        evictions = tuple(
-            Eviction(
-                job=key,
-                namespace=p.namespace,
-                name=p.name,
-                uid=p.uid,
-                grace_seconds=None,
-                rule="consolidation",
-                queue=queue,
-                gpu_seconds=p.gpu_seconds(now),
-                message=f"evicted by gangplank to move it: {message} (its controller recreates "
-                "it there)",
-                # told itself, so no Preempting Event: the waiting job is told by PLANNED
-                preemptor=(p.namespace, p.name),
-                preemptor_message=message,
-                plan=job_key(waiting),
-            )
-            for p in pods
-        )
-        return MovedJob(key, way, pods, new, message, evictions=evictions)
 
     # ---- the moved jobs' new pods ------------------------------------------
     def claim(self, pod: PodInfo) -> Plan | None:

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
+from extender.core.lifecycle.events import MOVED, TOLD, requeue_suspension, resume_message
 from extender.core.lifecycle.requeues import RequeueRecord, Requeues, identity
 from extender.core.lifecycle.watchdog import Finding, Idle, Look, Review, Watchdog
 from extender.core.lifecycle.workloads import Resume, Suspension, Workload, workload_of
@@ -35,27 +36,6 @@ from extender.core.waiting import WaitingRoom
 REQUEUED = ("not-ready", "max-runtime")  # the rules that count a requeue
 REVIEW_SECONDS = 10.0  # how often running jobs are looked at (by default)
 ACTED_SECONDS = 300.0  # pods acted on are not judged again while they leave
-# Rule -> what the eviction's Event says
-TOLD = {
-    "not-ready": "not ready in time",
-    "stale-gang": "lost members and could not be completed",
-    "max-runtime": "ran past its maxRuntime",
-    "idle": "its GPUs stayed idle",
-}
-# Rule -> the Event reason on the pods it evicts (`kubectl get events --field-selector
-# reason=...`); preemption and reclaim keep Kubernetes' own `Preempted`.
-EVICTED = {
-    "not-ready": "NotReadyRequeued",
-    "stale-gang": "StaleGangEvicted",
-    "max-runtime": "MaxRuntimeExceeded",
-    "idle": "IdleGpuEvicted",
-    "consolidation": "ConsolidationMove",  # moved to make room (`consolidation/`)
-}
-# The Event reasons on a workload requeued through it
-SUSPENDED = "RequeueSuspended"  # suspended for its backoff
-HELD = "HeldSuspended"  # suspended and left so until a person resumes it
-RESUMED = "RequeueResumed"  # resumed when its backoff ended
-MOVED = "ConsolidationMove"  # on a job moved to make room (suspended, or its pods evicted)
 RESUME_RETRY_SECONDS = 5.0  # a resume that failed is tried again after this long
 
 
@@ -177,7 +157,7 @@ class Lifecycle:
             self.outcomes.requeues[rule] += 1
             if workload is not None:
                 queue = queue_of(look.policy, finding.pods[0])[0] or ""
-                self._suspensions.append(_suspension(finding, record, workload, queue, now))
+                self._suspensions.append(requeue_suspension(finding, record, workload, queue, now))
                 return
             if record.held:
                 what += '; held until it is recreated or annotated gangplank.io/retry: "now"'
@@ -253,15 +233,7 @@ class Lifecycle:
                 continue
             assert record.workload is not None  # resumes_due returns suspended records only
             self._resuming[record.job] = now
-            message = (
-                f"resumed by gangplank: {job_name(record.job)} was suspended to move it "
-                f"({record.reason}); its controller recreates its pods on the nodes kept for them"
-                if record.moved
-                else f"resumed by gangplank: {job_name(record.job)} waited out its backoff "
-                f"(requeued {record.count} of {record.limit}: {record.reason}); its controller "
-                "recreates its pods"
-            )
-            due.append(Resume(record.job, record.workload, message))
+            due.append(Resume(record.job, record.workload, resume_message(record)))
         return due
 
     def resumed(self, job: str, done: bool) -> None:
@@ -324,35 +296,3 @@ class Lifecycle:
         outcomes.held, outcomes.idle = len(self.requeues.held()), len(self._idle)
         outcomes.idle_gpus = sum(idle.gpus for idle in self._idle.values())
         return outcomes
-
-
-def _suspension(
-    finding: Finding, record: RequeueRecord, workload: Workload, queue: str, now: float
-) -> Suspension:
-    """What suspends `finding`'s job through `workload`, and what its Event says."""
-    rule, pods = finding.rule, finding.pods
-    where = f" (queue {queue})" if queue else ""
-    why = f"{job_name(finding.job)} {TOLD[rule]}: {finding.reason}{where}"
-    if record.held:
-        limit = "" if rule == "max-runtime" else f"; requeued {record.limit} times, its limit"
-        reason = HELD
-        message = (
-            f"suspended by gangplank and held: {why}{limit}; it stays suspended until a person "
-            f"resumes it: {workload.resume_command()}"
-        )
-    else:
-        reason = SUSPENDED
-        message = (
-            f"suspended by gangplank: {why}; requeued ({record.count} of {record.limit}), "
-            f"resumed in {format_age(record.next_try - now)}"
-        )
-    return Suspension(
-        job=finding.job,
-        workload=workload,
-        pods=tuple((p.namespace, p.name, p.uid) for p in pods),
-        rule=rule,
-        queue=queue,
-        reason=reason,
-        message=message,
-        gpu_seconds=sum(p.gpu_seconds(now) for p in pods),
-    )

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from extender.core.consolidation.consolidation import SLOT, Move
+from extender.core.consolidation.consolidation import SLOT
 from extender.core.consolidation.movable import Way
+from extender.core.consolidation.moves import Move
 from extender.core.engine import Engine
 from extender.core.model.answers import Victims
 from extender.core.queues.policy_parse import parse_policy

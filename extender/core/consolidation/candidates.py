@@ -1,0 +1,94 @@
+"""Which running jobs are candidates to move for a waiting job, and whether a plan places them.
+
+A candidate runs on nodes the waiting job could use, is movable (`movable.py`), of the waiting
+job's priority or lower, not leaving, not planned for and not moved lately (MOVED_AGAIN_SECONDS,
+which the component and the lifecycle's kept records remember). The move planner (`plan.py`)
+counts GPUs only; `placeable` checks the rest: every moved pod may go to its new node (its node
+selector, taints, all it requests with the other moved pods there), and every waiting pod to its
+node once the moved pods left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence, Set
+
+from extender.core.consolidation.movable import Way, how_moved
+from extender.core.consolidation.plan import MovePlan
+from extender.core.gangs.reservations import Reservations
+from extender.core.model.keys import job_key
+from extender.core.model.resources import GPU
+from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.placement.fit import fits, why_not_placeable
+from extender.core.queues.policy import Policy
+
+QueueOf = Callable[[PodInfo], str | None]
+
+
+def movable_jobs(
+    snapshot: Snapshot,
+    key: str,
+    pending: Sequence[PodInfo],
+    nodes: Set[str],
+    policy: Policy | None,
+    queue_of: QueueOf,
+    *,
+    recently: Set[str],
+    reservations: Reservations,
+    suspends: bool,
+) -> dict[str, tuple[PodInfo, ...]]:
+    """The running jobs on `nodes` that may be moved for job `key`: movable (`movable.py`),
+    of its priority or lower, not leaving, not planned, not moved `recently`; a job moved by
+    suspending it only where someone carries suspensions out (`suspends`)."""
+    priority = max(p.priority for p in pending)
+    leaving = reservations.leaving()
+    jobs: dict[str, list[PodInfo]] = {}
+    for name in nodes:
+        for pod in snapshot.nodes[name].pods:
+            if pod.requests.get(GPU, 0) > 0 and pod.active and pod.priority <= priority:
+                jobs.setdefault(job_key(pod), []).append(pod)
+    out: dict[str, tuple[PodInfo, ...]] = {}
+    for k, found in jobs.items():
+        if k == key or k in recently or k in reservations:
+            continue
+        members = tuple(p for p in snapshot.groups.get(k, ()) if p.active) or tuple(found)
+        if len(members) != len(found) or any(p.uid in leaving for p in members):
+            continue  # it runs pods elsewhere too (on nodes the job cannot use), or leaves
+        allows = policy is not None and policy.movable_queue(queue_of(members[0]))
+        way, _, _ = how_moved(snapshot, k, members, allows)
+        if way is Way.SUSPEND and not suspends:
+            continue  # nobody carries out suspensions here (the simulator)
+        if way is not None:
+            out[k] = members
+    return out
+
+
+def placeable(
+    snapshot: Snapshot,
+    pending: Sequence[PodInfo],
+    plan: MovePlan,
+    movable: Mapping[str, Sequence[PodInfo]],
+) -> bool:
+    """Every moved pod may go to its new node (its constraints, and all it requests with the
+    other moved pods there), and every waiting pod to its node once the moved pods left."""
+    pods = {p.uid: p for job in movable.values() for p in job}
+    landing: dict[str, list[PodInfo]] = {}
+    leaving: dict[str, list[PodInfo]] = {}
+    for _, targets in plan.moves:
+        for uid, (old, new) in targets.items():
+            landing.setdefault(new, []).append(pods[uid])
+            leaving.setdefault(old, []).append(pods[uid])
+    waiting = {p.uid: p for p in pending}
+    for uid, where in plan.assignments.items():
+        landing.setdefault(where, []).append(waiting[uid])
+    for name, arriving in landing.items():
+        node = snapshot.nodes[name]
+        free = {r: node.allocatable.get(r, 0) - node.requested.get(r, 0) for r in node.allocatable}
+        for pod in leaving.get(name, ()):
+            for r, amount in pod.requests.items():
+                free[r] = free.get(r, 0) + amount
+        for pod in arriving:
+            if why_not_placeable(pod, node) or not fits(pod.requests, free):
+                return False
+            for r, amount in pod.requests.items():
+                free[r] = free.get(r, 0) - amount
+    return True
