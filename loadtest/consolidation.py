@@ -13,6 +13,7 @@ fragmentation consolidation exists for. Timed: `core/consolidation/plan.py: plan
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import time
@@ -157,6 +158,8 @@ def bench_engine(nodes: int, calls: int, seed: int = 1) -> list[str]:
     handlers["pods"].replace([*pod_objects, waiting])
     snapshot = store.snapshot()
     pod = pod_from_api(waiting)
+    gc.collect()
+    gc.freeze()  # as the service does once its cache is whole (`service/readiness.py`)
     samples, cpu, moved = [], [], 0
     for _ in range(calls):
         engine = Engine()

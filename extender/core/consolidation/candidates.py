@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Set
 
-from extender.core.consolidation.movable import Way, how_moved
+from extender.core.consolidation.movable import MOVABLE_LABEL, Way, how_moved
 from extender.core.consolidation.plan import MovePlan
 from extender.core.gangs.reservations import Reservations
-from extender.core.model.keys import job_key
+from extender.core.model.keys import is_single, job_key
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.fit import fits, why_not_placeable
@@ -39,6 +39,38 @@ def movable_jobs(
     """The running jobs on `nodes` that may be moved for job `key`: movable (`movable.py`),
     of its priority or lower, not leaving, not planned, not moved `recently`; a job moved by
     suspending it only where someone carries suspensions out (`suspends`)."""
+    found = candidate_jobs(
+        snapshot,
+        key,
+        pending,
+        nodes,
+        policy,
+        queue_of,
+        recently=recently,
+        reservations=reservations,
+    )
+    return {
+        k: members
+        for k, members in found.items()
+        if movable(snapshot, k, members, policy, queue_of, suspends)
+    }
+
+
+def candidate_jobs(
+    snapshot: Snapshot,
+    key: str,
+    pending: Sequence[PodInfo],
+    nodes: Set[str],
+    policy: Policy | None,
+    queue_of: QueueOf,
+    *,
+    recently: Set[str],
+    reservations: Reservations,
+) -> dict[str, tuple[PodInfo, ...]]:
+    """What `movable_jobs` gives, before each job's own judgement (`movable`): the running jobs
+    on `nodes` of `key`'s priority or lower, whole there, not leaving, not planned, not moved
+    `recently`, and labelled movable or in a queue that allows moves. Cheap on thousands of jobs:
+    the search judges only the jobs a plan would move."""
     priority = max(p.priority for p in pending)
     leaving = reservations.leaving()
     jobs: dict[str, list[PodInfo]] = {}
@@ -47,19 +79,44 @@ def movable_jobs(
             if pod.requests.get(GPU, 0) > 0 and pod.active and pod.priority <= priority:
                 jobs.setdefault(job_key(pod), []).append(pod)
     out: dict[str, tuple[PodInfo, ...]] = {}
+    allowed: dict[str | None, bool] = {}
     for k, found in jobs.items():
         if k == key or k in recently or k in reservations:
             continue
-        members = tuple(p for p in snapshot.groups.get(k, ()) if p.active) or tuple(found)
-        if len(members) != len(found) or any(p.uid in leaving for p in members):
-            continue  # it runs pods elsewhere too (on nodes the job cannot use), or leaves
-        allows = policy is not None and policy.movable_queue(queue_of(members[0]))
-        way, _, _ = how_moved(snapshot, k, members, allows)
-        if way is Way.SUSPEND and not suspends:
-            continue  # nobody carries out suspensions here (the simulator)
-        if way is not None:
-            out[k] = members
+        if is_single(k):
+            members = tuple(found)
+        else:
+            members = tuple(p for p in snapshot.groups.get(k, ()) if p.active) or tuple(found)
+            if len(members) != len(found):
+                continue  # it runs pods elsewhere too (on nodes the job cannot use)
+        if leaving and any(p.uid in leaving for p in members):
+            continue
+        said = members[0].labels.get(MOVABLE_LABEL)
+        if said == "false":
+            continue
+        if said != "true":
+            queue = queue_of(members[0])
+            if queue not in allowed:
+                allowed[queue] = policy is not None and policy.movable_queue(queue)
+            if not allowed[queue] and all(p.labels.get(MOVABLE_LABEL) != "true" for p in members):
+                continue
+        out[k] = members
     return out
+
+
+def movable(
+    snapshot: Snapshot,
+    key: str,
+    members: Sequence[PodInfo],
+    policy: Policy | None,
+    queue_of: QueueOf,
+    suspends: bool,
+) -> bool:
+    """Whether candidate job `key` moves (`movable.how_moved`), by a way carried out here (a
+    suspension only where someone carries suspensions out: not in the simulator)."""
+    allows = policy is not None and policy.movable_queue(queue_of(members[0]))
+    way, _, _ = how_moved(snapshot, key, members, allows)
+    return way is not None and (way is not Way.SUSPEND or suspends)
 
 
 def placeable(

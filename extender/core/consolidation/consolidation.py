@@ -31,7 +31,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.core.consolidation.candidates import QueueOf, movable_jobs, placeable
+from extender.core.consolidation.candidates import QueueOf, candidate_jobs, movable, placeable
 from extender.core.consolidation.movable import how_moved
 from extender.core.consolidation.moves import (
     Move,
@@ -41,7 +41,7 @@ from extender.core.consolidation.moves import (
     planned_message,
     waiting_job,
 )
-from extender.core.consolidation.plan import Movable, MovePlan, plan_moves
+from extender.core.consolidation.plan import MovePlan, plan_moves
 from extender.core.gangs.hold import FreeOf
 from extender.core.gangs.plans import Plan
 from extender.core.gangs.reservations import Reservations
@@ -54,6 +54,7 @@ from extender.core.placement.candidates import could_hold
 from extender.core.queues.policy import MOVES_PER_MINUTE, Policy
 
 MOVED_AGAIN_SECONDS = 600.0  # a job moved is not moved again for this long
+JUDGED_PLANS = 8  # plans made judging only the jobs they move, before every candidate is judged
 SLOT_SECONDS = 180.0  # beyond the reservation time: its pods leave, are recreated, bind
 SLOT = "moved:"  # the uids of a moved job's kept places: `moved:<the old pod's uid>`
 PLANNED = "ConsolidationPlanned"  # the Event on the waiting job
@@ -160,7 +161,7 @@ class Consolidation:
         free_gpus = {n: max(0, free(snapshot.nodes[n]).get(GPU, 0)) for n in holding}
         since = now - MOVED_AGAIN_SECONDS
         recently = {k for k, at in self.moved.items() if at >= since}
-        movable = movable_jobs(
+        candidates = candidate_jobs(
             snapshot,
             key,
             pending,
@@ -169,18 +170,35 @@ class Consolidation:
             queue_of,
             recently=recently | self._lifecycle.moved_since(since),
             reservations=self._reservations,
-            suspends=self._lifecycle.suspend_workloads,
         )
-        if not movable:
-            return None
-        gpus: Movable = {
+        gpus: dict[str, dict[str, tuple[str, int]]] = {
             k: {p.uid: (p.node_name or "", p.requests.get(GPU, 0)) for p in job}
-            for k, job in movable.items()
+            for k, job in candidates.items()
         }
-        plan = plan_moves(free_gpus, asks, gpus, budget)
-        if plan is None or not plan.moves:
-            return None  # no plan, or it fits without one (the planner's to place)
-        return (plan, movable) if placeable(snapshot, pending, plan, movable) else None
+        suspends = self._lifecycle.suspend_workloads
+        judged: dict[str, bool] = {}
+
+        def judge(k: str) -> bool:
+            if k not in judged:
+                judged[k] = movable(snapshot, k, candidates[k], policy, queue_of, suspends)
+            return judged[k]
+
+        # The plan on the candidates, each job it moves judged (`movable`) only then: one that
+        # may not move is left out and the plan made again without it; after JUDGED_PLANS such
+        # plans every candidate is judged, and the last plan is made on those that may move.
+        for attempt in range(JUDGED_PLANS + 1):
+            if attempt == JUDGED_PLANS:
+                gpus = {k: pods for k, pods in gpus.items() if judge(k)}
+            plan = plan_moves(free_gpus, asks, gpus, budget)
+            if plan is None or not plan.moves:
+                return None  # no plan, or it fits without one (the planner's to place)
+            refused = [k for k, _ in plan.moves if not judge(k)]
+            if not refused:
+                moved = {k: candidates[k] for k, _ in plan.moves}
+                return (plan, moved) if placeable(snapshot, pending, plan, moved) else None
+            for k in refused:
+                del gpus[k]
+        return None
 
     def _install(
         self,

@@ -181,20 +181,20 @@ class _Rooms:
         to `free`)."""
         if budget <= 0:
             return None
-        ranked = self._ranks(gpus, budget, several=False)
-        if not ranked and budget > 1:
-            ranked = self._ranks(gpus, budget, several=True)
-        for _, _, node, keys in ranked:
-            # What the moved jobs hold on this node comes free for the waiting pod; elsewhere
-            # their pods' GPUs are not counted as free (each move stands on capacity free now).
-            moves = _rehome(keys, self.movable, self.free, self.emptied | {node})
-            if moves is not None:
-                self.free.take(node, -sum(self.index[node][k] for k in keys))
-                self.gone.update(keys)
-                for _, targets in moves:
-                    for old, new in targets.values():
-                        self.dirty += (old, new)
-                return node, moves
+        # One move where one is enough; else (none, or none of them has new places for its
+        # pods) the fewest moves.
+        for several in (False, True) if budget > 1 else (False,):
+            for _, _, node, keys in self._ranks(gpus, budget, several):
+                # What the moved jobs hold on this node comes free for the waiting pod; elsewhere
+                # their pods' GPUs are not counted as free (each move stands on capacity free now).
+                moves = _rehome(keys, self.movable, self.free, self.emptied | {node})
+                if moves is not None:
+                    self.free.take(node, -sum(self.index[node][k] for k in keys))
+                    self.gone.update(keys)
+                    for _, targets in moves:
+                        for old, new in targets.values():
+                            self.dirty += (old, new)
+                    return node, moves
         return None
 
     def _ranks(self, gpus: int, budget: int, several: bool) -> list[Ranked]:

@@ -59,6 +59,15 @@ def test_every_pod_of_a_moved_gang_gets_a_new_node_and_the_gang_moves_whole() ->
     assert set(new) == {"g0", "g1"} and new["g0"][1] in {"n2", "n3"} and new["g1"][1] != "n4"
 
 
+def test_two_moves_are_planned_where_every_one_move_room_has_no_place_for_its_job() -> None:
+    """n2 and n3 each need one move, of a 6-GPU job that fits nowhere else; n1 needs two."""
+    free = {"n1": 4, "n2": 2, "n3": 2}
+    movable = jobs(a=[("n1", 2)], b=[("n1", 2)], x2=[("n2", 6)], x3=[("n3", 6)])
+    plan = plan_moves(free, [("big", 8)], movable, limit=2)
+    assert plan is not None and plan.assignments == {"big": "n1"}
+    assert sorted(moved(plan)) == ["ml/a", "ml/b"]
+
+
 def test_each_pod_of_a_waiting_gang_gets_its_own_emptied_node() -> None:
     free = {"n1": 6, "n2": 6, "n3": 4, "n4": 4}
     plan = plan_moves(free, [("w0", 8), ("w1", 8)], jobs(a=[("n1", 2)], b=[("n2", 2)]), limit=2)
