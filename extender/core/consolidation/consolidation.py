@@ -54,6 +54,9 @@ from extender.core.placement.candidates import could_hold
 from extender.core.queues.policy import MOVES_PER_MINUTE, Policy
 
 MOVED_AGAIN_SECONDS = 600.0  # a job moved is not moved again for this long
+# A job's search that found nothing is not made again this soon, whatever changed: on 5,000
+# nodes it costs about 150 ms of the leader's pass (docs/benchmarks.md); moves take seconds anyway.
+SEARCH_AGAIN_SECONDS = 10.0
 JUDGED_PLANS = 8  # plans made judging only the jobs they move, before every candidate is judged
 SLOT_SECONDS = 180.0  # beyond the reservation time: its pods leave, are recreated, bind
 SLOT = "moved:"  # the uids of a moved job's kept places: `moved:<the old pod's uid>`
@@ -90,7 +93,8 @@ class Consolidation:
         self.moved: dict[str, float] = {}  # job -> when it was moved
         self._flights: dict[str, _Flight] = {}  # waiting job -> its plan in flight
         self._slots: dict[tuple[str, str], str] = {}  # (namespace, owner uid) -> slot plan
-        self._tried: dict[str, tuple[object, ...]] = {}  # job -> the state nothing was found on
+        # job -> the state nothing was found on, and when
+        self._tried: dict[str, tuple[tuple[object, ...], float]] = {}
         self._moves: list[Move] = []  # decided, not taken by the service yet
         self.outcomes = ConsolidationOutcomes()
         # Whether someone carries the moves out: set by the service (`service/moves.py`); off,
@@ -131,11 +135,15 @@ class Consolidation:
             id(policy),
             budget,  # a plan too long for this minute's budget may fit the next's
         )
-        if snapshot.capacity_generation >= 0 and self._tried.get(key) == state:
-            return False  # nothing found on this very state a moment ago
+        tried = self._tried.get(key)
+        if tried is not None and (
+            (snapshot.capacity_generation >= 0 and tried[0] == state)
+            or now - tried[1] < SEARCH_AGAIN_SECONDS
+        ):
+            return False  # nothing found on this very state, or moments ago (a search is dear)
         found = self._search(snapshot, key, pending, asks, budget, now, policy, queue_of)
         if found is None:
-            self._tried[key] = state
+            self._tried[key] = (state, now)
             if len(self._tried) > 4096:
                 self._tried.clear()
             return False
