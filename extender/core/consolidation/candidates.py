@@ -11,49 +11,26 @@ node once the moved pods left.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Set
+from typing import NamedTuple
 
 from extender.core.consolidation.movable import MOVABLE_LABEL, Way, how_moved
 from extender.core.consolidation.plan import MovePlan
 from extender.core.gangs.reservations import Reservations
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.resources import GPU
-from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.model.snapshot import TERMINAL_PHASES, PodInfo, Snapshot
 from extender.core.placement.fit import fits, why_not_placeable
 from extender.core.queues.policy import Policy
 
 QueueOf = Callable[[PodInfo], str | None]
 
 
-def movable_jobs(
-    snapshot: Snapshot,
-    key: str,
-    pending: Sequence[PodInfo],
-    nodes: Set[str],
-    policy: Policy | None,
-    queue_of: QueueOf,
-    *,
-    recently: Set[str],
-    reservations: Reservations,
-    suspends: bool,
-) -> dict[str, tuple[PodInfo, ...]]:
-    """The running jobs on `nodes` that may be moved for job `key`: movable (`movable.py`),
-    of its priority or lower, not leaving, not planned, not moved `recently`; a job moved by
-    suspending it only where someone carries suspensions out (`suspends`)."""
-    found = candidate_jobs(
-        snapshot,
-        key,
-        pending,
-        nodes,
-        policy,
-        queue_of,
-        recently=recently,
-        reservations=reservations,
-    )
-    return {
-        k: members
-        for k, members in found.items()
-        if movable(snapshot, k, members, policy, queue_of, suspends)
-    }
+class Candidates(NamedTuple):
+    """The candidate jobs' pods, and what the planner reads of them: job -> {pod uid: (its node,
+    its GPUs)}."""
+
+    members: dict[str, tuple[PodInfo, ...]]
+    gpus: dict[str, dict[str, tuple[str, int]]]
 
 
 def candidate_jobs(
@@ -66,19 +43,25 @@ def candidate_jobs(
     *,
     recently: Set[str],
     reservations: Reservations,
-) -> dict[str, tuple[PodInfo, ...]]:
-    """What `movable_jobs` gives, before each job's own judgement (`movable`): the running jobs
-    on `nodes` of `key`'s priority or lower, whole there, not leaving, not planned, not moved
-    `recently`, and labelled movable or in a queue that allows moves. Cheap on thousands of jobs:
-    the search judges only the jobs a plan would move."""
+) -> Candidates:
+    """The jobs that may be moved for job `key`, before each one's own judgement (`movable`):
+    the running jobs on `nodes` of `key`'s priority or lower, whole there, not leaving, not
+    planned, not moved `recently`, and labelled movable or in a queue that allows moves. Cheap on
+    thousands of jobs (one pass over the nodes' pods): the search judges only the jobs a plan
+    would move."""
     priority = max(p.priority for p in pending)
     leaving = reservations.leaving()
     jobs: dict[str, list[PodInfo]] = {}
     for name in nodes:
         for pod in snapshot.nodes[name].pods:
-            if pod.requests.get(GPU, 0) > 0 and pod.active and pod.priority <= priority:
-                jobs.setdefault(job_key(pod), []).append(pod)
-    out: dict[str, tuple[PodInfo, ...]] = {}
+            if (
+                pod.requests.get(GPU, 0) > 0
+                and pod.priority <= priority
+                and not pod.deleting
+                and pod.phase not in TERMINAL_PHASES
+            ):
+                jobs.setdefault(pod.job or job_key(pod), []).append(pod)
+    out = Candidates({}, {})
     allowed: dict[str | None, bool] = {}
     for k, found in jobs.items():
         if k == key or k in recently or k in reservations:
@@ -100,7 +83,8 @@ def candidate_jobs(
                 allowed[queue] = policy is not None and policy.movable_queue(queue)
             if not allowed[queue] and all(p.labels.get(MOVABLE_LABEL) != "true" for p in members):
                 continue
-        out[k] = members
+        out.members[k] = members
+        out.gpus[k] = {p.uid: (p.node_name or "", p.requests[GPU]) for p in members}
     return out
 
 

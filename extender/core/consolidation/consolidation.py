@@ -3,8 +3,10 @@
 Asked (`try_move`) about a job its queue admits that fits nowhere on what is free now, first in
 the leader's pass (kube-scheduler never sends a pod that its own filters fit nowhere, such as an
 8-GPU pod on scattered GPUs) and at filter time when a gang lacks room, both before preemption.
-It finds the plan among the candidates (`candidates.movable_jobs`; `plan.plan_moves`: whole jobs,
-the fewest moves, then the fewest GPUs moved, each moved job onto capacity free now), checks every
+It finds the plan among the candidates (`candidates.candidate_jobs`; `plan.plan_moves`: whole
+jobs, the fewest moves, then the fewest GPUs moved, each moved job onto capacity free now; each job
+a plan moves judged by `candidates.movable`, a refused one left out and the plan made again),
+checks every
 moved pod may go to its new node (`candidates.placeable`: its node selector, taints, the other
 resources), and then, before anything moves:
 
@@ -179,16 +181,13 @@ class Consolidation:
             recently=recently | self._lifecycle.moved_since(since),
             reservations=self._reservations,
         )
-        gpus: dict[str, dict[str, tuple[str, int]]] = {
-            k: {p.uid: (p.node_name or "", p.requests.get(GPU, 0)) for p in job}
-            for k, job in candidates.items()
-        }
+        gpus = candidates.gpus
         suspends = self._lifecycle.suspend_workloads
         judged: dict[str, bool] = {}
 
         def judge(k: str) -> bool:
             if k not in judged:
-                judged[k] = movable(snapshot, k, candidates[k], policy, queue_of, suspends)
+                judged[k] = movable(snapshot, k, candidates.members[k], policy, queue_of, suspends)
             return judged[k]
 
         # The plan on the candidates, each job it moves judged (`movable`) only then: one that
@@ -202,7 +201,7 @@ class Consolidation:
                 return None  # no plan, or it fits without one (the planner's to place)
             refused = [k for k, _ in plan.moves if not judge(k)]
             if not refused:
-                moved = {k: candidates[k] for k, _ in plan.moves}
+                moved = {k: candidates.members[k] for k, _ in plan.moves}
                 return (plan, moved) if placeable(snapshot, pending, plan, moved) else None
             for k in refused:
                 del gpus[k]
