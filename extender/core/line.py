@@ -10,7 +10,7 @@
 
 An elastic gang's extra members (beyond its minimum) wait behind everyone: they are never the
 head of the line, never get the hold, never preempt, and start only where the head of the line
-would still fit (`spare`).
+would still fit (`spare`, `queues/head_room.py`).
 
 It keeps no state of its own but when it last looked; the state is the components'.
 """
@@ -21,19 +21,21 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from extender.core.gangs.extras import extras_only
 from extender.core.gangs.gang import Gang, resolve_gang
 from extender.core.lifecycle.watchdog import Look
 from extender.core.model.answers import FilterResult, Victims
 from extender.core.model.gpu_use import GpuUse
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.rejection import Rejection
-from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
-from extender.core.placement.planner import FreeOf, plan_gang
+from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.placement.planner import plan_gang
 from extender.core.preemption.quota_room import QUOTA_RULES
 from extender.core.queues.admission import Verdict, check_quota, check_state
 from extender.core.queues.book import QueueBook
 from extender.core.queues.fair_order import fair_order
-from extender.core.queues.gate import verdict_on_job
+from extender.core.queues.gate import admits_now, verdict_on_job
+from extender.core.queues.head_room import kept_for_head, pods_needed
 from extender.core.queues.waiting_jobs import WaitingJob
 from extender.core.waiting import Ref
 
@@ -149,7 +151,7 @@ class Line:
         """A gang its queue admits (or with no queue) lacks room: preemption may plan it on what
         victims free. True when a plan was made."""
         engine = self._engine
-        if gang.key in engine.reservations or not gang.ready or _extras_only(gang):
+        if gang.key in engine.reservations or not gang.ready or extras_only(gang):
             return False  # an elastic gang's extras never preempt
         state = engine.placer.room_state(snapshot, gang)
         if engine.preemption.tried.known(gang.key, state, now) is not None:
@@ -198,7 +200,7 @@ class Line:
             return {}
         if not planned and not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
-            if _extras_only(gang) or (gang.elastic and key in engine.reservations):
+            if extras_only(gang) or (gang.elastic and key in engine.reservations):
                 return {}  # an elastic gang's extra member: no one is evicted for it
             if not gang.ready:
                 # Parked without a filter call (no node had room): nudged once it is complete.
@@ -230,19 +232,7 @@ class Line:
         book = engine.book_for(snapshot)
         self._give_hold(snapshot, book, now)
         changed, self.policy_changed = self.policy_changed, False
-        verdicts: dict[tuple[str, tuple[tuple[str, int], ...]], bool] = {}
-
-        def admits(key: str) -> bool:
-            # Jobs of one shape in one queue get one verdict (thousands may wait refused).
-            job = book.waiting_keys[key]
-            shape = (job.queue, tuple(sorted(job.requests.items())))
-            ok = verdicts.get(shape)
-            if ok is None:
-                ok = verdicts[shape] = (
-                    check_state(policy, job.queue).ok
-                    and check_quota(book, job.queue, job.requests, job.name).ok
-                )
-            return ok
+        admits = admits_now(policy, book)
 
         def waiting_pods(key: str) -> Sequence[PodInfo] | None:
             job = book.waiting_keys.get(key)
@@ -291,7 +281,7 @@ class Line:
                             )
                 continue
             tried += 1
-            needed = _needed(snapshot, job.key, pending)
+            needed = pods_needed(snapshot, job.key, pending)
             if needed is None:
                 continue
             free = engine.placer.free_of(job.key, only={r for p in pending for r in p.requests})
@@ -345,49 +335,7 @@ class Line:
 
     def spare(self, snapshot: Snapshot, gang: Gang, pod: PodInfo, node: str) -> str:
         """Why extra member `pod` of elastic `gang` may not take room on `node` ("": it may): the
-        first job of the fair line its quota admits fits now, and would not with the extra there.
-        (A head that does not fit either way has the hold, which extras never take.)"""
+        room is kept for the head of the line (`queues/head_room.py`)."""
         engine = self._engine
-        book = engine.book_for(snapshot)
-        for job in self.admissible(book, engine.now, snapshot):
-            if job.key == gang.key:
-                continue
-            pending = sorted(job.pods, key=lambda p: (p.created, p.name))
-            needed = _needed(snapshot, job.key, pending)
-            if needed is None:
-                continue
-            free = engine.placer.free_of(job.key, only={r for p in pending for r in p.requests})
-            if not plan_gang(snapshot, pending, needed, free, bounded=True).ok:
-                return ""
-            taken = _minus(free, node, pod.requests)
-            if plan_gang(snapshot, pending, needed, taken, bounded=True).ok:
-                return ""
-            return (
-                f"the room on node {node} is kept for {job.name}, first in line in queue "
-                f"{job.queue}"
-            )
-        return ""
-
-
-def _needed(snapshot: Snapshot, key: str, pending: Sequence[PodInfo]) -> int | None:
-    """How many of waiting job `key`'s `pending` pods must be placed (None: a gang not ready)."""
-    if is_single(key):
-        return len(pending)
-    gang = resolve_gang(snapshot, key)
-    return gang.needed if gang.ready else None
-
-
-def _extras_only(gang: Gang) -> bool:
-    """An elastic gang whose minimum is bound: what it waits for are extras."""
-    return gang.elastic and gang.whole
-
-
-def _minus(free: FreeOf, node: str, requests: Mapping[str, int]) -> FreeOf:
-    def room(info: NodeInfo) -> dict[str, int]:
-        left = dict(free(info))
-        if info.name == node:
-            for name, amount in requests.items():
-                left[name] = left.get(name, 0) - amount
-        return left
-
-    return room
+        line = self.admissible(engine.book_for(snapshot), engine.now, snapshot)
+        return kept_for_head(snapshot, line, gang, pod, node, engine.placer.free_of)

@@ -11,7 +11,8 @@
 - **Recovery.** A partly bound gang plans only its missing members, near its bound members.
 - **Elastic gangs.** Once its minimum is planned or bound, an elastic gang's further members
   ("extras", up to its maximum) are placed one by one on what is left, near its members, and only
-  where `spare` (the fair line's say, set by the engine) finds no waiting job needs the room.
+  where `spare` (the fair line's say, set by the engine) finds no waiting job needs the room
+  (`extras.py`).
 - **Memory.** A gang found not to fit is not planned again on the same state (`no_room.py`):
   kube-scheduler retries every parked member on every pod created, and the answer cannot differ
   until capacity, reservations or the hold change (a plan at 5,000 nodes is tens of ms).
@@ -22,10 +23,17 @@ It decides and answers; who waits is the caller's to write down (`Placed.rejecti
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from extender.core.gangs.extras import (
+    Spare,
+    extras_only,
+    no_one_waits,
+    no_room_for_extra,
+    place_extra,
+)
 from extender.core.gangs.gang import Gang, resolve_gang
 from extender.core.gangs.hold import FreeOf
 from extender.core.gangs.holder import HoldKeeper, RankOf, rank
@@ -38,20 +46,7 @@ from extender.core.model.keys import group_key, single_key
 from extender.core.model.rejection import Rejection
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.data_plan import plan_near_data, refuse_far_from_data
-from extender.core.placement.planner import describe, plan_gang
-from extender.core.placement.topology import (
-    DEFAULT_TOPOLOGY,
-    Topology,
-    near_members,
-    near_nodes,
-)
-
-# Why an elastic gang's extra member may not take `node` ("": no waiting job needs it).
-Spare = Callable[[Snapshot, Gang, PodInfo, str], str]
-
-
-def _spare(snapshot: Snapshot, gang: Gang, pod: PodInfo, node: str) -> str:
-    return ""
+from extender.core.placement.topology import DEFAULT_TOPOLOGY, Topology, near_members
 
 
 @dataclass(frozen=True)
@@ -90,7 +85,7 @@ class GangPlacer:
         self._no_room = NoRoom()
         self._outsiders = OutsiderCheck(reservations, holder)
         self.failures: Counter[str] = Counter()
-        self.spare: Spare = _spare
+        self.spare: Spare = no_one_waits
 
     def count(self, kind: Rejection) -> None:
         """A member parked without a filter call (kube-scheduler's preempt verb, a restart), for
@@ -152,7 +147,7 @@ class GangPlacer:
             self._reservations.release(key)
         elif plan is not None:
             return self._add_to_plan(snapshot, gang, pod, names, now)
-        if gang.elastic and gang.whole:
+        if extras_only(gang):
             return self._add_to_plan(snapshot, gang, pod, names, now)
         if len(gang.members) < gang.size:
             reason = f"gang {gang.name}: {len(gang.members)} of {gang.size} pods exist"
@@ -216,7 +211,8 @@ class GangPlacer:
         if node is None:  # the gang is placed without this extra pod; the plan stands
             if gang.elastic:
                 return self._add_to_plan(snapshot, gang, pod, names, now)
-            return self._reject_extra(gang, pod, names)
+            reason = no_room_for_extra(gang, pod)
+            return self._reject(gang, names, Rejection.NO_ROOM, reason)
         return Placed(_admit(node))
 
     def _lacks_room(
@@ -242,7 +238,7 @@ class GangPlacer:
         state = self._no_room_state(snapshot, gang, self._avoid.get(gang.key, {}))
         if self._no_room.reason(gang.key, state) is not None:
             return False
-        extra = gang.elastic and gang.whole  # whether one more member would fit
+        extra = extras_only(gang)  # whether one more member would fit
         attempt = plan_near_data(
             snapshot,
             gang.pending,
@@ -294,43 +290,14 @@ class GangPlacer:
     def _add_to_plan(
         self, snapshot: Snapshot, gang: Gang, pod: PodInfo, names: Sequence[str], now: float
     ) -> Placed:
-        """A member the plan does not know (an extra pod, a replacement for a deleted one): place
-        it on what is left, near the members, without moving members already admitted to their
-        nodes. An elastic gang's extra: up to its maximum, where no waiting job needs the room."""
+        """A member the plan does not know: placed alone, near the members (`extras.py`)."""
         plan = self._reservations.get(gang.key)
-        planned = dict(plan.assignments) if plan is not None else {}
-        if gang.elastic:
-            placed = {p.uid for p in gang.bound} | planned.keys()
-            if len(placed) >= gang.most:
-                reason = (
-                    f"gang {gang.name}: {len(placed)} members are placed, its maximum of "
-                    f"{gang.most}; this pod waits until one of them ends"
-                )
-                return self._reject(gang, names, Rejection.NO_ROOM, reason)
-        offered = set(names)
-        nodes = snapshot.nodes
-        near = [nodes[n] for p in gang.bound if (n := p.node_name) is not None and n in nodes]
-        near += [nodes[n] for n in planned.values() if n in nodes]
-        attempt = plan_gang(
-            snapshot,
-            [pod],
-            1,
-            self.free_of(None, only=list(pod.requests)),
-            prefer=near_nodes(snapshot, near, self.topology),
-            avoid={pod.uid: snapshot.nodes.keys() - offered},
-            bounded=True,
+        free = self.free_of(None, only=list(pod.requests))
+        node, reason = place_extra(
+            snapshot, gang, pod, names, plan, free, self.topology, self.spare
         )
-        node = attempt.assignments.get(pod.uid)
         if node is None:
-            return self._reject_extra(gang, pod, names)
-        if gang.elastic:
-            needed = self.spare(snapshot, gang, pod, node)
-            if needed:
-                reason = (
-                    f"gang {gang.name}: its {gang.size} members are placed; this extra pod "
-                    f"waits, {needed}"
-                )
-                return self._reject(gang, names, Rejection.NO_ROOM, reason)
+            return self._reject(gang, names, Rejection.NO_ROOM, reason)
         if plan is None:  # the minimum is bound: the extra has a plan of its own
             extra = Plan(
                 key=gang.key,
@@ -343,13 +310,6 @@ class GangPlacer:
         else:
             self._reservations.add_member(gang.key, pod, node)
         return Placed(_admit(node))
-
-    def _reject_extra(self, gang: Gang, pod: PodInfo, names: Sequence[str]) -> Placed:
-        reason = (
-            f"gang {gang.name}: its {gang.size} members are placed; no room for this "
-            f"extra pod ({describe(pod.requests)})"
-        )
-        return self._reject(gang, names, Rejection.NO_ROOM, reason)
 
     def _reject(
         self,

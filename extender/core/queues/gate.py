@@ -1,4 +1,5 @@
-"""The queue's gate for one job: which queue a pod uses, and the verdict on its job, whole.
+"""The queue's gate for one job: which queue a pod uses, and the verdict on its job, whole (and
+on refused jobs, by shape, in a pass: `admits_now`).
 
 A pod names its queue by label (`workload.queue_label`); the policy resolves it (namespace
 defaults, unknown names). A queue with child queues holds no work itself. The verdict is on the
@@ -10,7 +11,7 @@ each further member asks for itself (quota counts them like any member).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import is_single, job_name
@@ -66,3 +67,22 @@ def verdict_on_job(
     if verdict.ok:
         verdict = check_quota(book, queue, request, job_name(key))
     return verdict
+
+
+def admits_now(policy: Policy, book: QueueBook) -> Callable[[str], bool]:
+    """Whether waiting job `key`'s queue admits it now (its state, then its quota). Jobs of one
+    shape in one queue get one verdict (thousands may wait refused)."""
+    verdicts: dict[tuple[str, tuple[tuple[str, int], ...]], bool] = {}
+
+    def admits(key: str) -> bool:
+        job = book.waiting_keys[key]
+        shape = (job.queue, tuple(sorted(job.requests.items())))
+        ok = verdicts.get(shape)
+        if ok is None:
+            ok = verdicts[shape] = (
+                check_state(policy, job.queue).ok
+                and check_quota(book, job.queue, job.requests, job.name).ok
+            )
+        return ok
+
+    return admits
