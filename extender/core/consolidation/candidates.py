@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from typing import NamedTuple
 
 from extender.core.consolidation.movable import MOVABLE_LABEL, Way, how_moved
-from extender.core.consolidation.plan import MovePlan
+from extender.core.consolidation.plan import MovePlan, plan_moves
 from extender.core.gangs.reservations import Reservations
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.resources import GPU
@@ -133,3 +133,56 @@ def placeable(
             for r, amount in pod.requests.items():
                 free[r] = free.get(r, 0) - amount
     return True
+
+
+JUDGED_PLANS = 8  # plans made judging only the jobs they move, before every candidate is judged
+
+
+class Judge:
+    """The plan on the candidates, each job it moves judged (`movable`) only then: one that may
+    not move is left out and the plan made again without it; after JUDGED_PLANS such plans every
+    candidate is judged, and the last plan is made on those that may move."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        candidates: Candidates,
+        policy: Policy | None,
+        queue_of: QueueOf,
+        suspends: bool,
+    ) -> None:
+        self.snapshot, self.candidates = snapshot, candidates
+        self.policy, self.queue_of, self.suspends = policy, queue_of, suspends
+        self.judged: dict[str, bool] = {}
+
+    def may_move(self, key: str) -> bool:
+        if key not in self.judged:
+            members = self.candidates.members[key]
+            self.judged[key] = movable(
+                self.snapshot, key, members, self.policy, self.queue_of, self.suspends
+            )
+        return self.judged[key]
+
+    def plan(
+        self,
+        pending: Sequence[PodInfo],
+        free_gpus: Mapping[str, int],
+        asks: Sequence[tuple[str, int]],
+        budget: int,
+    ) -> tuple[MovePlan, dict[str, tuple[PodInfo, ...]]] | None:
+        """(the plan, the moved jobs' pods) once every job it moves may move and `placeable`
+        holds; None when there is none (or the waiting job fits without moves)."""
+        gpus = dict(self.candidates.gpus)
+        for attempt in range(JUDGED_PLANS + 1):
+            if attempt == JUDGED_PLANS:
+                gpus = {k: pods for k, pods in gpus.items() if self.may_move(k)}
+            plan = plan_moves(free_gpus, asks, gpus, budget)
+            if plan is None or not plan.moves:
+                return None  # no plan, or it fits without one (the planner's to place)
+            refused = [k for k, _ in plan.moves if not self.may_move(k)]
+            if not refused:
+                moved = {k: self.candidates.members[k] for k, _ in plan.moves}
+                return (plan, moved) if placeable(self.snapshot, pending, plan, moved) else None
+            for k in refused:
+                del gpus[k]
+        return None

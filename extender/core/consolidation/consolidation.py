@@ -33,7 +33,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.core.consolidation.candidates import QueueOf, candidate_jobs, movable, placeable
+from extender.core.consolidation.candidates import Judge, QueueOf, candidate_jobs
 from extender.core.consolidation.movable import how_moved
 from extender.core.consolidation.moves import (
     Move,
@@ -43,7 +43,7 @@ from extender.core.consolidation.moves import (
     planned_message,
     waiting_job,
 )
-from extender.core.consolidation.plan import MovePlan, plan_moves
+from extender.core.consolidation.plan import MovePlan
 from extender.core.gangs.hold import FreeOf
 from extender.core.gangs.plans import Plan
 from extender.core.gangs.reservations import Reservations
@@ -59,7 +59,6 @@ MOVED_AGAIN_SECONDS = 600.0  # a job moved is not moved again for this long
 # A job's search that found nothing is not made again this soon, whatever changed: on 5,000
 # nodes it costs about 150 ms of the leader's pass (docs/benchmarks.md); moves take seconds anyway.
 SEARCH_AGAIN_SECONDS = 10.0
-JUDGED_PLANS = 8  # plans made judging only the jobs they move, before every candidate is judged
 SLOT_SECONDS = 180.0  # beyond the reservation time: its pods leave, are recreated, bind
 SLOT = "moved:"  # the uids of a moved job's kept places: `moved:<the old pod's uid>`
 PLANNED = "ConsolidationPlanned"  # the Event on the waiting job
@@ -181,31 +180,9 @@ class Consolidation:
             recently=recently | self._lifecycle.moved_since(since),
             reservations=self._reservations,
         )
-        gpus = candidates.gpus
         suspends = self._lifecycle.suspend_workloads
-        judged: dict[str, bool] = {}
-
-        def judge(k: str) -> bool:
-            if k not in judged:
-                judged[k] = movable(snapshot, k, candidates.members[k], policy, queue_of, suspends)
-            return judged[k]
-
-        # The plan on the candidates, each job it moves judged (`movable`) only then: one that
-        # may not move is left out and the plan made again without it; after JUDGED_PLANS such
-        # plans every candidate is judged, and the last plan is made on those that may move.
-        for attempt in range(JUDGED_PLANS + 1):
-            if attempt == JUDGED_PLANS:
-                gpus = {k: pods for k, pods in gpus.items() if judge(k)}
-            plan = plan_moves(free_gpus, asks, gpus, budget)
-            if plan is None or not plan.moves:
-                return None  # no plan, or it fits without one (the planner's to place)
-            refused = [k for k, _ in plan.moves if not judge(k)]
-            if not refused:
-                moved = {k: candidates.members[k] for k, _ in plan.moves}
-                return (plan, moved) if placeable(snapshot, pending, plan, moved) else None
-            for k in refused:
-                del gpus[k]
-        return None
+        judge = Judge(snapshot, candidates, policy, queue_of, suspends)
+        return judge.plan(pending, free_gpus, asks, budget)
 
     def _install(
         self,
