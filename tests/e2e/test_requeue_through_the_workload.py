@@ -175,6 +175,8 @@ def test_a_job_with_the_default_backoff_limit_is_requeued_through_suspend_never_
         batch.patch_namespaced_job("train", "default", {"spec": {"suspend": False}})
         scheduler.settle(timeout=15, until=lambda: ready_pods(api, jobs) == 4)
         assert ready_pods(api, jobs) == 4, scheduler.reasons
+        # the record's deletion is written after the next pass (lifecycle_io), not at the bind
+        scheduler.settle(timeout=5, until=lambda: record(api, JOB) is None)
         assert record(api, JOB) is None, "count and backoff forgotten"
         assert jobs.failed("train") == 0
 
