@@ -57,7 +57,7 @@ from extender.core.queues.policy import MOVES_PER_MINUTE, Policy
 
 MOVED_AGAIN_SECONDS = 600.0  # a job moved is not moved again for this long
 # A job's search that found nothing is not made again this soon, whatever changed: on 5,000
-# nodes it costs about 150 ms of the leader's pass (docs/benchmarks.md); moves take seconds anyway.
+# nodes it costs 110-130 ms of the leader's pass (docs/benchmarks.md); moves take seconds anyway.
 SEARCH_AGAIN_SECONDS = 10.0
 SLOT_SECONDS = 180.0  # beyond the reservation time: its pods leave, are recreated, bind
 SLOT = "moved:"  # the uids of a moved job's kept places: `moved:<the old pod's uid>`
