@@ -5,7 +5,8 @@ job's priority or lower, not leaving, not planned for and not moved lately (MOVE
 which the component and the lifecycle's kept records remember). The move planner (`plan.py`)
 counts GPUs only; `placeable` checks the rest: every moved pod may go to its new node (its node
 selector, taints, all it requests with the other moved pods there), and every waiting pod to its
-node once the moved pods left.
+node once the moved pods left. `candidate_jobs` makes the cheap cuts over every running pod;
+`Judge` judges a job's movability (its workload, gang, local storage) only once a plan moves it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from extender.core.consolidation.plan import MovePlan, plan_moves
 from extender.core.gangs.reservations import Reservations
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.resources import GPU
-from extender.core.model.snapshot import TERMINAL_PHASES, PodInfo, Snapshot
+from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.fit import fits, why_not_placeable
 from extender.core.queues.policy import Policy
 
@@ -54,12 +55,7 @@ def candidate_jobs(
     jobs: dict[str, list[PodInfo]] = {}
     for name in nodes:
         for pod in snapshot.nodes[name].pods:
-            if (
-                pod.requests.get(GPU, 0) > 0
-                and pod.priority <= priority
-                and not pod.deleting
-                and pod.phase not in TERMINAL_PHASES
-            ):
+            if pod.requests.get(GPU, 0) > 0 and pod.active and pod.priority <= priority:
                 jobs.setdefault(pod.job or job_key(pod), []).append(pod)
     out = Candidates({}, {})
     allowed: dict[str | None, bool] = {}
