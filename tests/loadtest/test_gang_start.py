@@ -20,7 +20,7 @@ def test_the_shapes_interleave_the_gangs_members_as_a_controller_creates_two_job
 @pytest.mark.parametrize(
     ("only", "expected"),
     [
-        ("#3373, 8 members", "#3373, 8 members, sim: first gang whole 0.07 s (simulated)"),
+        ("#3373, 8 members", "#3373, 8 members, sim: first gang whole 0.070 s (simulated)"),
         ("50 gangs", "50 gangs of 8, sim: 201 pods/s (400 pods in 1.99 s, simulated)"),
     ],
     ids=[
