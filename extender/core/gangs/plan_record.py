@@ -190,8 +190,9 @@ def to_write(snapshot: Snapshot, plan: Plan) -> list[ToWrite]:
         }
     computed = next(_computed)
     whole = pods.get(plan.record_on)
-    if whole is not None:  # one record for the plan (its members are bound by gangplank)
-        value = encode(plan.record_members[whole.uid], plan.deadline, None, plan.record_members)
+    own = plan.record_members.get(plan.record_on)
+    if whole is not None and own is not None:  # one record for the plan: gangplank binds it
+        value = encode(own, plan.deadline, None, plan.record_members)
         if whole.annotations.get(PLAN_ANNOTATION) == value:
             return []
         return [ToWrite(whole.namespace, whole.name, whole.uid, value, plan.key, computed)]
