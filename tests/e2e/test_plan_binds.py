@@ -49,12 +49,16 @@ def first_filter(extender: Extender, member: dict[str, Any]) -> list[str]:
     return passed
 
 
+def a_gang_of_4_on_4_nodes(api: FakeApiServer) -> list[dict[str, Any]]:
+    for name in NODES:
+        api.put("nodes", node(name, gpu=8))
+    return [api.put("pods", p) for p in gang_pods("train", 4, gpu=8)]
+
+
 def test_the_filter_that_plans_a_gang_has_gangplank_bind_its_other_members_at_once(
     api: FakeApiServer,
 ) -> None:
-    for name in NODES:
-        api.put("nodes", node(name, gpu=8))
-    members = [api.put("pods", p) for p in gang_pods("train", 4, gpu=8)]
+    members = a_gang_of_4_on_4_nodes(api)
     with Extender(api, bind_planned=True) as extender:
         planned = first_filter(extender, members[0])
         others = ["train-1", "train-2", "train-3"]
@@ -109,9 +113,7 @@ def test_the_plan_is_written_once_on_the_asking_member_before_any_member_binds(
     api: FakeApiServer,
 ) -> None:
     """One write for the plan, not one a member: the asking member's record names every node."""
-    for name in NODES:
-        api.put("nodes", node(name, gpu=8))
-    members = [api.put("pods", p) for p in gang_pods("train", 4, gpu=8)]
+    members = a_gang_of_4_on_4_nodes(api)
     with Extender(api, bind_planned=True) as extender:
         first_filter(extender, members[0])
         assert wait_for(lambda: all(node_of(api, f"train-{i}") for i in (1, 2, 3)))
@@ -130,9 +132,7 @@ def test_killed_mid_wave_the_gang_comes_back_whole_from_its_one_record(
     """The API server fails after two Bindings of the wave; gangplank is killed; a new process
     (kube-scheduler binding now) holds the other two members' nodes from the record, so a gang
     that arrives first cannot take them, and the gang is completed whole where it was planned."""
-    for name in NODES:
-        api.put("nodes", node(name, gpu=8))
-    members = [api.put("pods", p) for p in gang_pods("train", 4, gpu=8)]
+    members = a_gang_of_4_on_4_nodes(api)
     api.state.bind_budget = 2
     with Extender(api, bind_planned=True) as extender:
         first_filter(extender, members[0])
