@@ -406,16 +406,30 @@ class JobController(threading.Thread):
             return active[:wanted]
         if len(active) == wanted:
             return active
+        if self._held_back(track, now):
+            return active
+        return active + self._create_all(job, track, now, [None] * (wanted - len(active)))
+
+    def _held_back(self, track: _Tracked, now: float) -> bool:
+        """Whether the failure backoff holds the Job's new pods back now (until `next_try`)."""
         if track.last_failure is not None:
             wait = backoff_seconds(track.failures) * self.scale
             if now < track.last_failure + wait:
                 track.next_try = track.last_failure + wait
-                return active
-        created = [self._create(job, now) for _ in range(wanted - len(active))]
+                return True
+        return False
+
+    def _create_all(
+        self, job: dict[str, Any], track: _Tracked, now: float, indexes: list[int | None]
+    ) -> list[dict[str, Any]]:
+        """A pod for each of `indexes` (None: a NonIndexed Job's), created in one sync."""
+        created = [self._create(job, now, index) for index in indexes]
         for pod in created:
             track.seen[pod["metadata"]["uid"]] = "Pending"
+            if (index := _index(pod)) >= 0:
+                track.index[pod["metadata"]["uid"]] = index
         track.generations.append(Generation(now, tuple(p["metadata"]["name"] for p in created)))
-        return active + created
+        return created
 
     def _manage_indexed(
         self,
@@ -442,17 +456,9 @@ class JobController(threading.Thread):
         room = max(0, parallelism - len(keep))
         if not missing or not room:
             return keep
-        if track.last_failure is not None:
-            wait = backoff_seconds(track.failures) * self.scale
-            if now < track.last_failure + wait:
-                track.next_try = track.last_failure + wait
-                return keep
-        created = [self._create(job, now, index) for index in missing[:room]]
-        for pod in created:
-            track.seen[pod["metadata"]["uid"]] = "Pending"
-            track.index[pod["metadata"]["uid"]] = _index(pod)
-        track.generations.append(Generation(now, tuple(p["metadata"]["name"] for p in created)))
-        return keep + created
+        if self._held_back(track, now):
+            return keep
+        return keep + self._create_all(job, track, now, list(missing[:room]))
 
     def _create(self, job: dict[str, Any], now: float, index: int | None = None) -> dict[str, Any]:
         meta = job["metadata"]

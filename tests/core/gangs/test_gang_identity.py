@@ -231,7 +231,7 @@ def pytorch_job(
         replicas["Master"] = {"replicas": masters}
     spec: dict[str, Any] = {"pytorchReplicaSpecs": replicas}
     if least is not False:
-        policy = {"rdzvBackend": "c10d"}
+        policy: dict[str, Any] = {"rdzvBackend": "c10d"}
         if least is not None:
             policy["minReplicas"] = least
         if most is not None:
