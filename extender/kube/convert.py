@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from extender.core.model.keys import KUEUE_MIN_PARALLELISM, gang_of, single_key
+from extender.core.model.keys import KUEUE_MIN_PARALLELISM, SHRUNK_FROM, gang_of, single_key
 from extender.core.model.quantity import QuantityError, parse_quantity
 from extender.core.model.resources import maximum, total
 from extender.core.model.snapshot import (
@@ -556,7 +556,14 @@ def job_from_api(raw: Any) -> JobInfo:
         completions=count("completions"),
         indexed=spec.get("completionMode") == "Indexed",
         min_parallelism=minimum if isinstance(minimum, str) else None,
+        shrunk_from=_shrunk_from(annotations),
     )
+
+
+def _shrunk_from(annotations: Mapping[str, Any]) -> int:
+    """The size gangplank's annotation records (0: none, or not a whole number)."""
+    value = annotations.get(SHRUNK_FROM)
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
 def pytorch_job_from_api(raw: Any) -> PyTorchJobInfo:
@@ -590,4 +597,5 @@ def pytorch_job_from_api(raw: Any) -> PyTorchJobInfo:
         min_replicas=count(elastic, "minReplicas", None),
         max_replicas=count(elastic, "maxReplicas", None),
         elastic=isinstance(policy, Mapping),
+        shrunk_from=_shrunk_from(_mapping(metadata, "annotations", "PyTorchJob.metadata")),
     )

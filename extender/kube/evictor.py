@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.core.lifecycle.events import EVICTED
 from extender.core.preemption.evictions import Eviction
+from extender.core.preemption.shrinks import Shrink
 from extender.kube.binder import api_message
 from extender.kube.events import post_pod_event
 from extender.kube.shrinker import shrink
@@ -36,6 +37,10 @@ class Evictor(Protocol):
     def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
         """Every pod (namespace, name, uid) evicted as a dry run: "" when each may go, else
         blocked or failed."""
+        ...
+
+    def resize(self, change: Shrink, why: str) -> str:
+        """Give a workload made smaller a member back (`regrow.py`): grown, gone or failed."""
         ...
 
 
@@ -124,6 +129,11 @@ class ApiEvictor:
             return "gone"
         return "evicted" if all(code in (201, 404) for code in codes) else "failed"
 
+    def resize(self, change: Shrink, why: str) -> str:
+        if self._custom is None:
+            return "failed"
+        return shrink(self._custom, self._core, change, why, self._timeout)
+
     def _tell(self, e: Eviction, own: set[tuple[str, str]]) -> None:
         """The preemptor's Event naming its victims, once (not a job evicted for itself)."""
         key = (*e.preemptor, e.preemptor_message)
@@ -156,3 +166,7 @@ class LogEvictor:
 
     def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
         return ""
+
+    def resize(self, change: Shrink, why: str) -> str:
+        log.info("demo: would change %s from %d to %d", change.shown, change.current, change.to)
+        return "grown"

@@ -31,6 +31,7 @@ KUEUE_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"  # on a Job: its el
 KUBEFLOW_JOB = "training.kubeflow.org/job-name"
 KUBEFLOW_REPLICA_TYPE = "training.kubeflow.org/replica-type"
 KUBEFLOW_REPLICA_INDEX = "training.kubeflow.org/replica-index"
+SHRUNK_FROM = "gangplank.io/shrunk-from"  # on a workload gangplank made smaller: its size before
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"  # an Indexed Job's pod's index
 
 # Larger than any real training job; a size beyond it is a typo, not a gang.

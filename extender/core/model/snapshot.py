@@ -181,6 +181,7 @@ class JobInfo:
     completions: int | None = None
     indexed: bool = False  # completionMode Indexed: its pods carry a completion index
     min_parallelism: str | None = None  # Kueue's job-min-parallelism annotation, as written
+    shrunk_from: int = 0  # its size before gangplank made it smaller (0: it did not)
 
     @property
     def key(self) -> str:
@@ -199,6 +200,7 @@ class PyTorchJobInfo:
     min_replicas: int | None = None
     max_replicas: int | None = None
     elastic: bool = False  # it has an elasticPolicy
+    shrunk_from: int = 0  # its Worker replicas before gangplank made it smaller (0: it did not)
 
     @property
     def key(self) -> str:

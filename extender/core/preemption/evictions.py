@@ -56,6 +56,7 @@ class EvictionQueue:
         # pods a workload's smaller size takes, until when: kube-scheduler's preemption is not
         # to delete them (a deleted pod counts as failed while its index is below the size)
         self.through_workload: dict[str, float] = {}
+        self.shrunk_at: dict[str, float] = {}  # "Kind ns/name" -> when it was last made smaller
 
     def queue(
         self,
@@ -94,6 +95,7 @@ class EvictionQueue:
             share = victim.gpu_seconds(now) / len(going)
             shrink, instead = ways.get(victim.key, (None, "")) if victim.extra else (None, "")
             if shrink is not None:
+                self.shrunk_at[shrink.shown] = now
                 told = f"{told}; {shrink.says()}"
                 message = (
                     f"taken back by gangplank through its workload: {why}, for {preemptor} "

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from extender.core.engine import Engine
+from extender.core.gangs.gang import resolve_gang
+from extender.core.preemption.shrinks import JOB_FIELDS, Shrink, through_workload
 from extender.core.queues.policy_parse import parse_policy
 from tests.builders import bound_pod, gpus, node, pod, policy_doc, queue
 from tests.cluster import Cluster
@@ -234,3 +236,33 @@ def test_an_extra_whose_workload_cannot_be_made_smaller_is_evicted_and_told_why(
     (eviction,) = planned(cluster, 1)
     assert eviction.shrink is None
     assert eviction.message.endswith(f"evicted, not taken back through its workload: {why})")
+
+
+def test_a_smaller_size_that_would_stop_part_of_the_minimum_is_not_made() -> None:
+    """Index 1 is not running (recreated after a failure): taking indexes 3 and 2 by a size of 2
+    would remove index 2 and leave index 0 alone, below the minimum of 2."""
+    made = indexed_running()
+    made["pods"][1]["spec"].pop("nodeName")
+    made["pods"][1]["status"] = {"phase": "Pending"}
+    cluster = Cluster(nodes=[node(f"n{i}") for i in range(4)], jobs=made["jobs"])
+    cluster.add("pods", *made["pods"])
+    snapshot = cluster.snap()
+    gang = resolve_gang(snapshot, "job:default/el")
+    taken = [p for p in gang.bound if p.name in ("el-2", "el-3")]
+    shrink, why = through_workload(snapshot, gang, taken)
+    assert shrink is None
+    assert why == (
+        "Job default/el: lowering its completions and parallelism to 2 would leave 1 of its pods "
+        "running, fewer than its minimum of 2"
+    )
+    assert through_workload(snapshot, gang, taken[-1:])[0] == Shrink(
+        "Job",
+        "batch/v1",
+        "jobs",
+        "default",
+        "el",
+        "completions and parallelism",
+        JOB_FIELDS,
+        4,
+        3,
+    )
