@@ -1,9 +1,11 @@
 """Elastic workloads end to end (docs/elastic.md): the fake API server, gangplank over HTTP, the
 kube-scheduler stand-in and the Job controller stand-in (tests/job_controller.py, which counts
 failures as the real one does). An elastic Indexed Job gives its extras back by a smaller size,
-without a failure; a NonIndexed one has its extra evicted (a failure, said in the Event); a
-PyTorchJob with elasticPolicy and a Volcano job with minAvailable below its replicas are read as
-elastic. Slow (`make test-slow`)."""
+without a failure, and grows back on spare room; a NonIndexed one has its extra evicted (a
+failure, said in the Event); a PyTorchJob with elasticPolicy (run by the training operator's
+stand-in, tests/training_operator.py) and a Volcano job with minAvailable below its replicas are
+read as elastic, the PyTorchJob made smaller and grown back by its Worker replicas. Slow
+(`make test-slow`)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from tests.e2e.test_preemption_scenarios import QUEUE, add_nodes, wait_for_event
 from tests.fakeapi import FakeApiServer
 from tests.job_controller import JobController, batch_job
 from tests.scheduler_sim import Extender, KubeScheduler
+from tests.training_operator import TrainingOperator, pytorch_job
 
 pytestmark = pytest.mark.slow
 
@@ -92,72 +95,42 @@ def test_a_job_needing_a_node_takes_an_elastic_jobs_extra_its_minimum_runs_on_an
             assert len(running) >= 2, "the minimum keeps running"
 
 
-def pytorch_job(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {
-            "elasticPolicy": {"rdzvBackend": "c10d", "minReplicas": 2, "maxReplicas": 4},
-            "pytorchReplicaSpecs": {"Worker": {"replicas": 4}},
-        },
-    }
-
-
-def worker(job: str, index: int) -> dict[str, Any]:
-    """A worker pod as the training operator makes it."""
-    labels = {
-        "training.kubeflow.org/job-name": job,
-        "training.kubeflow.org/replica-type": "worker",
-        "training.kubeflow.org/replica-index": str(index),
-        QUEUE: "research",
-    }
-    made = pod(
-        f"{job}-worker-{index}",
-        gpu=8,
-        labels=labels,
-        owner=("kubeflow.org/v1", "PyTorchJob", job),
-    )
-    made["metadata"]["ownerReferences"][0]["uid"] = f"uid-{job}"
-    return made
-
-
-def test_a_pytorchjob_with_elastic_policy_starts_on_its_minimum_and_gives_workers_back_by_replicas(
+def test_a_pytorchjob_with_elastic_policy_gives_workers_back_by_replicas_and_grows_again(
     api: FakeApiServer,
 ) -> None:
     """min 2 / max 4 workers on room for 3: 3 start; a job needing a node lowers its Worker
-    replicas to 2 (the operator then deletes worker 2, whose index is out of range)."""
+    replicas to 2 (the operator deletes worker 2, out of range, without recreating it); once
+    that job ends the replicas go back up (to 3: the room for a fourth worker never comes)."""
     add_nodes(api, 3)
-    api.put("pytorchjobs", pytorch_job("pt"))
-    with Extender(api, CONFIG) as extender:
+    api.put("pytorchjobs", pytorch_job("pt", 4, least=2, most=4, labels={QUEUE: "research"}))
+
+    def workers() -> int:
+        found = api.object("pytorchjobs", "default", "pt")
+        assert found is not None
+        return int(found["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"])
+
+    with Extender(api, CONFIG) as extender, TrainingOperator(api):
         scheduler = KubeScheduler(api, extender)
-        for i in range(4):
-            api.put("pods", worker("pt", i))
         scheduler.settle(timeout=30, until=lambda: len(bound(api, "pt-")) == 3)
         assert sorted(bound(api, "pt-")) == ["pt-worker-0", "pt-worker-1", "pt-worker-2"], (
             scheduler.reasons
         )
-        assert "its maximum" not in scheduler.reasons.get("default/pt-worker-3", "")
         for member in gang_pods("urgent", 1, gpu=8, priority=1000):
             api.put("pods", member)
-        scheduler.settle(
-            timeout=30,
-            until=lambda: (
-                api.object("pytorchjobs", "default", "pt")["spec"][  # type: ignore[index]
-                    "pytorchReplicaSpecs"
-                ]["Worker"]["replicas"]
-                == 2
-            ),
-        )
-        found = api.object("pytorchjobs", "default", "pt")
-        assert found is not None
-        assert found["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
-        assert not [e for e in api.state.evictions if not e[2]], "no worker evicted"
-        api.delete("pods", "default", "pt-worker-2")  # the operator: index 2 is out of range
-        api.delete("pods", "default", "pt-worker-3")
         scheduler.settle(timeout=30, until=lambda: len(bound(api, "urgent")) == 1)
         assert len(bound(api, "urgent")) == 1, scheduler.reasons
+        assert workers() == 2
         assert sorted(bound(api, "pt-")) == ["pt-worker-0", "pt-worker-1"]
+        assert not [e for e in api.state.evictions if not e[2]], "no worker evicted"
+        found = api.object("pytorchjobs", "default", "pt")
+        assert found is not None
+        assert found["metadata"]["annotations"] == {"gangplank.io/shrunk-from": "4"}
+        api.delete("pods", "default", "urgent-0")
+        scheduler.settle(timeout=30, until=lambda: len(bound(api, "pt-")) == 3)
+        assert workers() == 3, "one worker back on the room the urgent job left"
+        assert sorted(bound(api, "pt-")) == ["pt-worker-0", "pt-worker-1", "pt-worker-2"]
+        scheduler.settle(timeout=2, until=lambda: False)
+        assert workers() == 3, "no room for a fourth: it grows no further"
 
 
 def test_a_volcano_job_with_min_available_below_its_replicas_is_elastic(api: FakeApiServer) -> None:
