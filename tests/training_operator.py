@@ -84,24 +84,20 @@ class TrainingOperator(threading.Thread):
                     self.api.delete("pods", "default", found["metadata"]["name"])
             for index in range(replicas):
                 if index not in mine:
-                    self.api.put("pods", self._pod(job, rtype, index, spec))
+                    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels", {})
+                    self.api.put("pods", replica_pod(job, rtype, index, labels, self.gpu))
 
-    def _pod(
-        self, job: dict[str, Any], rtype: str, index: int, spec: dict[str, Any]
-    ) -> dict[str, Any]:
-        name = job["metadata"]["name"]
-        template = spec.get("template") or {}
-        labels = {
-            **(template.get("metadata") or {}).get("labels", {}),
-            JOB_NAME: name,
-            REPLICA_TYPE: rtype,
-            REPLICA_INDEX: str(index),
-        }
-        made = pod(
-            f"{name}-{rtype}-{index}",
-            gpu=self.gpu,
-            labels=labels,
-            owner=("kubeflow.org/v1", "PyTorchJob", name),
-        )
-        made["metadata"]["ownerReferences"][0]["uid"] = job["metadata"]["uid"]
-        return made
+
+def replica_pod(
+    job: dict[str, Any], rtype: str, index: int, labels: dict[str, str], gpu: int
+) -> dict[str, Any]:
+    """The pod the operator makes for replica `index` of type `rtype` of PyTorchJob `job`."""
+    name = job["metadata"]["name"]
+    made = pod(
+        f"{name}-{rtype}-{index}",
+        gpu=gpu,
+        labels={**labels, JOB_NAME: name, REPLICA_TYPE: rtype, REPLICA_INDEX: str(index)},
+        owner=("kubeflow.org/v1", "PyTorchJob", name),
+    )
+    made["metadata"]["ownerReferences"][0]["uid"] = job["metadata"]["uid"]
+    return made

@@ -584,8 +584,9 @@ def pytorch_job_from_api(raw: Any) -> PyTorchJobInfo:
         return value
 
     def of(kind: str) -> int:
+        """Its `kind` replicas: 1 when the spec leaves them out, 0 without such a spec."""
         found = _mapping(replicas, kind, f"{path}.pytorchReplicaSpecs")
-        return count(found, "replicas", 1 if found else 0) or 0
+        return count(found, "replicas", 1 if kind in replicas else 0) or 0
 
     policy = spec.get("elasticPolicy")
     elastic = _mapping(spec, "elasticPolicy", path)

@@ -19,7 +19,7 @@ from tests.e2e.test_preemption_scenarios import QUEUE, add_nodes, wait_for_event
 from tests.fakeapi import FakeApiServer
 from tests.job_controller import JobController, batch_job
 from tests.scheduler_sim import Extender, KubeScheduler
-from tests.training_operator import TrainingOperator, pytorch_job
+from tests.training_operator import TrainingOperator, pytorch_job, replica_pod
 
 pytestmark = pytest.mark.slow
 
@@ -147,3 +147,20 @@ def test_a_volcano_job_with_min_available_below_its_replicas_is_elastic(api: Fak
         assert len(bound(api, "vj-")) == 3, scheduler.reasons
         planned = {m for m in wait_for_events(api, 1) if "planned whole" in m}
         assert any(m.startswith("gang default/vj: 2 members planned whole on ") for m in planned)
+
+
+def test_without_the_pytorchjob_crd_readyz_says_so_and_its_pods_wait_saying_where_to_look(
+    api: FakeApiServer,
+) -> None:
+    api.state.absent.add("pytorchjobs")  # the training operator is not installed
+    add_nodes(api, 2)
+    with Extender(api, CONFIG) as extender:
+        scheduler = KubeScheduler(api, extender)
+        job = pytorch_job("pt", 2, least=1, most=2, labels={QUEUE: "research"})
+        api.put("pods", replica_pod(job, "worker", 0, {QUEUE: "research"}, 8))
+        scheduler.settle()
+        assert bound(api, "pt-") == {}
+        assert "waiting for PyTorchJob default/pt" in scheduler.reasons["default/pt-worker-0"]
+        assert extender.get("/readyz")["reason"] == (
+            "cache synced (not served by this cluster, read as none: pytorchjobs)"
+        )
