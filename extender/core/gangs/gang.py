@@ -2,14 +2,17 @@
 workload" table lists.
 
 A pod belongs to at most one gang; its key names the source and the gang:
-`gangplank:ns/name`, `volcano:ns/name`, `coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`.
-The size comes from the gang's own annotation, its PodGroup, Kueue's total-count, or the Job's
-parallelism. Anything that does not give one clear, sane size is a `problem`, reported on the pods.
+`gangplank:ns/name`, `volcano:ns/name`, `coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`,
+`pytorch:ns/name`. The size comes from the gang's own annotation, its PodGroup, Kueue's
+total-count, the Job's parallelism, or the PyTorchJob's replicas. Anything that does not give one
+clear, sane size is a `problem`, reported on the pods.
 
 **Elastic gangs** (docs/elastic.md): `size` is the minimum, placed all or nothing; `maximum` is
 how many members it may run. It comes from `gangplank.io/gang-max`, a Job's parallelism above the
-gang size its pods carry, or the pods a PodGroup has beyond its `minMember`. Members beyond the
-minimum ("extras") start only on capacity no one waits for, and go first when others need it.
+gang size its pods carry or Kueue's `job-min-parallelism` on it, the pods a PodGroup has beyond
+its `minMember`, or a PyTorchJob's `elasticPolicy`. Members beyond the minimum ("extras") start
+only on capacity no one waits for, and go first when others need it: an Indexed Job's or a
+Kubeflow job's highest indexes first (`extras`), as a smaller size would remove them.
 """
 
 from __future__ import annotations
