@@ -13,7 +13,13 @@ from typing import Any
 
 import orjson
 
-from extender.core.model.keys import KUEUE_MIN_PARALLELISM, SHRUNK_FROM, gang_of, single_key
+from extender.core.model.keys import (
+    KUEUE_MIN_PARALLELISM,
+    KUEUE_QUEUE,
+    SHRUNK_FROM,
+    gang_of,
+    single_key,
+)
 from extender.core.model.quantity import QuantityError, parse_quantity
 from extender.core.model.resources import maximum, total
 from extender.core.model.snapshot import (
@@ -557,6 +563,7 @@ def job_from_api(raw: Any) -> JobInfo:
         indexed=spec.get("completionMode") == "Indexed",
         min_parallelism=minimum if isinstance(minimum, str) else None,
         shrunk_from=_shrunk_from(annotations),
+        kueue=KUEUE_QUEUE in _mapping(metadata, "labels", "Job.metadata"),
     )
 
 
@@ -599,4 +606,5 @@ def pytorch_job_from_api(raw: Any) -> PyTorchJobInfo:
         max_replicas=count(elastic, "maxReplicas", None),
         elastic=isinstance(policy, Mapping),
         shrunk_from=_shrunk_from(_mapping(metadata, "annotations", "PyTorchJob.metadata")),
+        kueue=KUEUE_QUEUE in _mapping(metadata, "labels", "PyTorchJob.metadata"),
     )

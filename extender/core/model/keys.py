@@ -26,6 +26,7 @@ VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"  # on a workload Kueue manages
 KUEUE_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"  # on a Job: its elastic minimum
 # A Kubeflow training operator's pod: its job, its replica type (master, worker) and index
 KUBEFLOW_JOB = "training.kubeflow.org/job-name"

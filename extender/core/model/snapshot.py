@@ -182,6 +182,7 @@ class JobInfo:
     indexed: bool = False  # completionMode Indexed: its pods carry a completion index
     min_parallelism: str | None = None  # Kueue's job-min-parallelism annotation, as written
     shrunk_from: int = 0  # its size before gangplank made it smaller (0: it did not)
+    kueue: bool = False  # Kueue manages it (label kueue.x-k8s.io/queue-name on the Job)
 
     @property
     def key(self) -> str:
@@ -201,6 +202,7 @@ class PyTorchJobInfo:
     max_replicas: int | None = None
     elastic: bool = False  # it has an elasticPolicy
     shrunk_from: int = 0  # its Worker replicas before gangplank made it smaller (0: it did not)
+    kueue: bool = False  # Kueue manages it (label kueue.x-k8s.io/queue-name on the PyTorchJob)
 
     @property
     def key(self) -> str:

@@ -10,10 +10,12 @@ than by evicting pods its controller would count as failed (docs/elastic.md).
   worker replica index taken, never below `elasticPolicy.minReplicas`; the training operator
   deletes the workers whose index is out of range instead of recreating them.
 
-Anything else is evicted, as before, and the Event says why: lowering a NonIndexed Job's
-parallelism lets the Job controller choose which pods go (not the one on the node the room is
-for), and the Job counts an evicted pod as failed unless its `podFailurePolicy` ignores the
-`DisruptionTarget` condition the Eviction API adds.
+Not a workload Kueue manages (label `kueue.x-k8s.io/queue-name` on it): Kueue suspends a running
+job whose pod counts no longer match its Workload (`ensureOneWorkload`: "job with no matching
+workload, suspending"). Anything else is evicted, as before, and the Event says why: lowering a
+NonIndexed Job's parallelism lets the Job controller choose which pods go (not the one on the
+node the room is for), and the Job counts an evicted pod as failed unless its `podFailurePolicy`
+ignores the `DisruptionTarget` condition the Eviction API adds.
 
 The extras taken must be the highest indexes (the candidates are built so: an extra takes the
 ones above it with it, `victim_candidates`), and the members left below the new size must keep
@@ -29,6 +31,10 @@ from extender.core.gangs.gang import Gang, member_index
 from extender.core.model.keys import KUBEFLOW_REPLICA_TYPE
 from extender.core.model.snapshot import PodInfo, Snapshot
 
+KUEUE_MANAGED = (
+    "Kueue manages {} (label kueue.x-k8s.io/queue-name): Kueue suspends a running workload whose "
+    "size no longer matches its Workload"
+)
 JOB_FIELDS: tuple[tuple[str, ...], ...] = (("spec", "completions"), ("spec", "parallelism"))
 WORKER_FIELDS: tuple[tuple[str, ...], ...] = (
     ("spec", "pytorchReplicaSpecs", "Worker", "replicas"),
@@ -79,9 +85,11 @@ def shrinkable(snapshot: Snapshot, gang: Gang) -> bool:
     key = f"{gang.members[0].namespace}/{owner[1]}"
     if owner[0] == "Job":
         job = snapshot.jobs.get(key)
-        return job is not None and job.indexed and job.completions == job.parallelism
+        return (
+            job is not None and job.indexed and job.completions == job.parallelism and not job.kueue
+        )
     pytorch = snapshot.pytorch_jobs.get(key)
-    return pytorch is not None and pytorch.elastic
+    return pytorch is not None and pytorch.elastic and not pytorch.kueue
 
 
 def through_workload(
@@ -110,12 +118,16 @@ def through_workload(
                 f"Indexed Job {key} has completions {job.completions} and parallelism "
                 f"{job.parallelism}: only an Indexed Job whose two are equal can be made smaller"
             )
+        if job.kueue:
+            return None, KUEUE_MANAGED.format(f"Job {key}")
         current, fields, floor = job.completions, JOB_FIELDS, 0
         what, api, plural = "completions and parallelism", "batch/v1", "jobs"
     else:
         pytorch = snapshot.pytorch_jobs.get(key)
         if pytorch is None or not pytorch.elastic:
             return None, f"PyTorchJob {key} has no elasticPolicy: its replicas are not to change"
+        if pytorch.kueue:
+            return None, KUEUE_MANAGED.format(f"PyTorchJob {key}")
         if any(p.labels.get(KUBEFLOW_REPLICA_TYPE, "").lower() != "worker" for p in taken):
             return None, f"PyTorchJob {key}: only its workers can be fewer"
         current, fields = pytorch.workers, WORKER_FIELDS

@@ -135,7 +135,7 @@ def test_an_evicted_extra_is_told_its_gang_keeps_its_minimum() -> None:
 
 
 def indexed_running(
-    *, indexed: bool = True, completions: int = 4, reverse: bool = False
+    *, indexed: bool = True, completions: int = 4, reverse: bool = False, kueue: bool = False
 ) -> dict[str, Any]:
     """Job el (Kueue's job-min-parallelism 2, parallelism 4) running index i on node n_i, the
     highest index started first when `reverse`; the Job object and its pods."""
@@ -149,6 +149,7 @@ def indexed_running(
             "name": "el",
             "namespace": "default",
             "annotations": {"kueue.x-k8s.io/job-min-parallelism": "2"},
+            "labels": {"kueue.x-k8s.io/queue-name": "team"} if kueue else {},
         },
         "spec": spec,
     }
@@ -220,6 +221,12 @@ WHY_EVICTED = [
         {"completions": 8},
         "Indexed Job default/el has completions 8 and parallelism 4: only an Indexed Job whose "
         "two are equal can be made smaller",
+    ),
+    (
+        "an elastic Indexed Job Kueue manages (Kueue would suspend it)",
+        {"kueue": True},
+        "Kueue manages Job default/el (label kueue.x-k8s.io/queue-name): Kueue suspends a running "
+        "workload whose size no longer matches its Workload",
     ),
 ]
 
