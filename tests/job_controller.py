@@ -48,9 +48,20 @@ pkg/apis/batch/v1/defaults.go):
 - Success: status.succeeded; once succeeded >= completions (any success for a work queue) and
   no pod is active, SuccessCriteriaMet then Complete (`newSuccessCondition`: no reason, no
   message).
-- Not modelled: podFailurePolicy, podReplacementPolicy Failed, backoffLimitPerIndex, Indexed
-  completion, activeDeadlineSeconds, restarts under restartPolicy OnFailure, the 1 s batching
-  of syncs (here each `tick`), the order in which pods are chosen for a scale-down. Jobs whose
+- Indexed Jobs (completionMode Indexed; `getCompletionIndex`, `activePodsForRemoval`,
+  `appendDuplicatedIndexPodsForRemoval`; the ElasticIndexedJob rules, GA in 1.31): a pod per
+  index below completions that has not succeeded, at most parallelism at once, the lowest
+  missing index first, each with the annotation and label `batch.kubernetes.io/job-completion-
+  index`, named `<job>-<index>-<5 characters>` with hostname `<job>-<index>`. Completions and
+  parallelism lowered together (the API server allows it only where they stay equal): the pods
+  whose index is at or above the new completions are removed by the controller, uncounted (the
+  highest indexes go). A pod deleted by anyone else counts as failed only while its index is
+  below completions (`trackJobStatusAndRemoveFinalizers`: `ix < completions`), so an evicted
+  pod that a smaller size has put out of range is no failure.
+- Not modelled: podFailurePolicy, podReplacementPolicy Failed, backoffLimitPerIndex,
+  completedIndexes and succeeded counted per index, activeDeadlineSeconds, restarts under
+  restartPolicy OnFailure, the 1 s batching of syncs (here each `tick`), the order in which a
+  NonIndexed Job's pods are chosen for a scale-down. Jobs whose
   spec.managedBy names another controller are left alone, as upstream leaves them.
 
 `scale` multiplies every backoff (0.01: 0.1 s, 0.2 s, 0.4 s ...) so tests keep the shape, not the
@@ -77,6 +88,7 @@ CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 LEGACY_JOB_NAME = "job-name"
 LEGACY_CONTROLLER_UID = "controller-uid"
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"  # annotation and label (Indexed)
 MANAGED_BY = "kubernetes.io/job-controller"
 DEFAULT_BACKOFF_LIMIT = 6
 POD_FAILURE_BACKOFF = 10.0  # DefaultJobPodFailureBackOff
@@ -113,11 +125,13 @@ def batch_job(
     gpu: int = 0,
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
+    indexed: bool = False,
 ) -> dict[str, Any]:
-    """A batch/v1 Job as the API server stores it once created: defaults filled in (parallelism
-    1, completions 1 when neither is given, backoffLimit 6, suspend false), its uid, and the
-    selector and template labels it generates. `labels` and `annotations` go on its pods'
-    template (a queue label, a gang annotation...); each pod asks for `gpu` GPUs."""
+    """A batch/v1 Job (`indexed`: completionMode Indexed) as the API server stores it once
+    created: defaults filled in (parallelism 1, completions 1 when neither is given, backoffLimit
+    6, suspend false), its uid, and the selector and template labels it generates. `labels` and
+    `annotations` go on its pods' template (a queue label, a gang annotation...); each pod asks
+    for `gpu` GPUs."""
     uid = str(uuid.uuid4())
     if parallelism is None and completions is None:
         parallelism = completions = 1
@@ -132,7 +146,7 @@ def batch_job(
     spec: dict[str, Any] = {
         "parallelism": 1 if parallelism is None else parallelism,
         "backoffLimit": DEFAULT_BACKOFF_LIMIT if backoff_limit is None else backoff_limit,
-        "completionMode": "NonIndexed",
+        "completionMode": "Indexed" if indexed else "NonIndexed",
         "suspend": bool(suspend),
         "manualSelector": False,
         "podReplacementPolicy": "TerminatingOrFailed",
@@ -173,6 +187,7 @@ class _Tracked:
     with their tracking finalizers, and its backoff store)."""
 
     seen: dict[str, str] = field(default_factory=dict)  # pod uid -> the phase last seen
+    index: dict[str, int] = field(default_factory=dict)  # pod uid -> its completion index
     counted: set[str] = field(default_factory=set)  # pods already in failed or succeeded
     removed: set[str] = field(default_factory=set)  # pods it deleted uncounted (suspension)
     failures: int = 0  # failures since the last success (the backoff record)
@@ -292,7 +307,7 @@ class JobController(threading.Thread):
             return
         now = self.clock()
         pods = [p for p in self.api.state.objects["pods"].values() if _owned(p, meta["uid"])]
-        failed, succeeded = self._count(track, pods)
+        failed, succeeded = self._count(track, pods, spec)
         status["failed"] = status.get("failed", 0) + failed
         status["succeeded"] = status.get("succeeded", 0) + succeeded
         if succeeded:
@@ -339,18 +354,25 @@ class JobController(threading.Thread):
         if status != (job.get("status") or {}):
             self.api.put("jobs", {**job, "status": status})
 
-    def _count(self, track: _Tracked, pods: list[dict[str, Any]]) -> tuple[int, int]:
+    def _count(
+        self, track: _Tracked, pods: list[dict[str, Any]], spec: dict[str, Any]
+    ) -> tuple[int, int]:
         """(failed, succeeded): the Job's pods that ended since the last sync, each once. A pod
-        gone that was not Succeeded, and that the controller did not remove uncounted, failed."""
+        gone that was not Succeeded, and that the controller did not remove uncounted, failed —
+        in an Indexed Job only while its index is below completions."""
         failed = succeeded = 0
         now = {p["metadata"]["uid"]: _phase(p) for p in pods}
+        completions = spec.get("completions")
+        indexed = spec.get("completionMode") == "Indexed"
         for uid, phase in list(track.seen.items()):
             if uid not in now:
                 del track.seen[uid]
+                index = track.index.pop(uid, None)
+                beyond = indexed and (index is None or index >= (completions or 0))
                 if uid not in track.counted and uid not in track.removed:
                     track.counted.add(uid)
-                    succeeded += phase == "Succeeded"
-                    failed += phase != "Succeeded"
+                    succeeded += phase == "Succeeded" and not beyond
+                    failed += phase != "Succeeded" and not beyond
         for uid, phase in now.items():
             track.seen[uid] = phase
             if uid not in track.counted and phase in ("Succeeded", "Failed"):
@@ -371,6 +393,8 @@ class JobController(threading.Thread):
         spec = job.get("spec") or {}
         parallelism = spec.get("parallelism", 1)
         completions = spec.get("completions")
+        if spec.get("completionMode") == "Indexed":
+            return self._manage_indexed(job, track, active, now)
         if completions is None:
             wanted = len(active) if status["succeeded"] > 0 else parallelism
         else:
@@ -382,27 +406,74 @@ class JobController(threading.Thread):
             return active[:wanted]
         if len(active) == wanted:
             return active
+        if self._held_back(track, now):
+            return active
+        return active + self._create_all(job, track, now, [None] * (wanted - len(active)))
+
+    def _held_back(self, track: _Tracked, now: float) -> bool:
+        """Whether the failure backoff holds the Job's new pods back now (until `next_try`)."""
         if track.last_failure is not None:
             wait = backoff_seconds(track.failures) * self.scale
             if now < track.last_failure + wait:
                 track.next_try = track.last_failure + wait
-                return active
-        created = [self._create(job, now) for _ in range(wanted - len(active))]
+                return True
+        return False
+
+    def _create_all(
+        self, job: dict[str, Any], track: _Tracked, now: float, indexes: list[int | None]
+    ) -> list[dict[str, Any]]:
+        """A pod for each of `indexes` (None: a NonIndexed Job's), created in one sync."""
+        created = [self._create(job, now, index) for index in indexes]
         for pod in created:
             track.seen[pod["metadata"]["uid"]] = "Pending"
+            if (index := _index(pod)) >= 0:
+                track.index[pod["metadata"]["uid"]] = index
         track.generations.append(Generation(now, tuple(p["metadata"]["name"] for p in created)))
-        return active + created
+        return created
 
-    def _create(self, job: dict[str, Any], now: float) -> dict[str, Any]:
+    def _manage_indexed(
+        self,
+        job: dict[str, Any],
+        track: _Tracked,
+        active: list[dict[str, Any]],
+        now: float,
+    ) -> list[dict[str, Any]]:
+        """An Indexed Job: a pod per index below completions not succeeded yet, at most
+        parallelism at once, the lowest missing index first. A pod whose index is at or above
+        completions (the Job was made smaller) is removed uncounted, the highest first."""
+        spec = job.get("spec") or {}
+        completions = spec.get("completions") or 0
+        parallelism = spec.get("parallelism", 1)
+        succeeded = {i for uid, i in track.index.items() if track.seen.get(uid) == "Succeeded"}
+        in_range = sorted((p for p in active if _index(p) < completions), key=_index)
+        keep = in_range[:parallelism]
+        for pod in sorted(active, key=_index, reverse=True):
+            if pod not in keep:
+                track.removed.add(pod["metadata"]["uid"])
+                self._remove(pod)
+        running = {_index(p) for p in keep}
+        missing = [i for i in range(completions) if i not in running and i not in succeeded]
+        room = max(0, parallelism - len(keep))
+        if not missing or not room:
+            return keep
+        if self._held_back(track, now):
+            return keep
+        return keep + self._create_all(job, track, now, list(missing[:room]))
+
+    def _create(self, job: dict[str, Any], now: float, index: int | None = None) -> dict[str, Any]:
         meta = job["metadata"]
         template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
         template_meta = template.get("metadata") or {}
         taken = self.api.state.objects["pods"]
+        prefix = meta["name"] if index is None else f"{meta['name']}-{index}"
         while True:
             suffix = "".join(self._random.choices(_NAME_CHARACTERS, k=5))
-            name = f"{meta['name']}-{suffix}"
+            name = f"{prefix}-{suffix}"
             if f"{meta['namespace']}/{name}" not in taken:
                 break
+        indexes = {} if index is None else {COMPLETION_INDEX: str(index)}
+        if index is not None:
+            template.setdefault("spec", {})["hostname"] = f"{meta['name']}-{index}"
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -417,8 +488,9 @@ class JobController(threading.Thread):
                     CONTROLLER_UID: meta["uid"],
                     LEGACY_JOB_NAME: meta["name"],
                     JOB_NAME: meta["name"],
+                    **indexes,
                 },
-                "annotations": dict(template_meta.get("annotations") or {}),
+                "annotations": {**(template_meta.get("annotations") or {}), **indexes},
                 "ownerReferences": [
                     {
                         "apiVersion": "batch/v1",
@@ -445,6 +517,12 @@ class JobController(threading.Thread):
 
 def _key(obj: dict[str, Any]) -> str:
     return f"{obj['metadata'].get('namespace', 'default')}/{obj['metadata']['name']}"
+
+
+def _index(pod: dict[str, Any]) -> int:
+    """An Indexed Job's pod's completion index (-1: none)."""
+    text = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX, "")
+    return int(text) if text.isdigit() else -1
 
 
 def _owned(pod: dict[str, Any], job_uid: str) -> bool:

@@ -72,7 +72,9 @@ class Extender:
         bind_client = client.ApiClient(client.Configuration(host=api.url))
         self.store = ClusterStore()
         metrics = Metrics()
-        evictor = ApiEvictor(client.CoreV1Api(bind_client))
+        evictor = ApiEvictor(
+            client.CoreV1Api(bind_client), custom=client.CustomObjectsApi(bind_client)
+        )
         self.runtime = Runtime(
             self.store,
             ApiBinder(client.CoreV1Api(bind_client)),

@@ -16,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.fakeapi import FakeApiServer
 from tests.job_controller import (
     BACKOFF_LIMIT_EXCEEDED,
+    COMPLETION_INDEX,
     CONTROLLER_UID,
     JOB_NAME,
     LEGACY_CONTROLLER_UID,
@@ -368,3 +369,31 @@ def test_live_a_four_pod_job_evicted_twice_fails_and_its_new_pods_waited_the_sca
     evict(core, live)
     wait_for(lambda: live.conditions("train") == FAILED_FOR_GOOD)
     assert live.failed("train") == 8
+
+
+# ---- Indexed Jobs ----
+
+
+def test_an_indexed_job_made_smaller_removes_its_highest_indexes_uncounted_as_upstream_does(
+    fake_api: FakeApiServer, jobs: JobController, clock: Clock, core: Any, batch: Any
+) -> None:
+    """Completions and parallelism lowered together (an elastic Indexed Job): the pods whose
+    index is at or above the new completions go, and none counts as failed; a pod of an index
+    still in range that is evicted does count."""
+    fake_api.put("jobs", batch_job("train", 4, completions=4, indexed=True))
+    at(jobs, clock, 0)
+    pods = jobs.pods("train")
+    indexes = sorted(p["metadata"]["annotations"][COMPLETION_INDEX] for p in pods)
+    assert indexes == ["0", "1", "2", "3"]
+    assert all(
+        p["metadata"]["name"].startswith(f"train-{p['metadata']['labels'][COMPLETION_INDEX]}-")
+        for p in pods
+    )
+    batch.patch_namespaced_job("train", "default", {"spec": {"completions": 2, "parallelism": 2}})
+    at(jobs, clock, 1)
+    left = sorted(p["metadata"]["annotations"][COMPLETION_INDEX] for p in jobs.pods("train"))
+    assert left == ["0", "1"]
+    assert jobs.failed("train") == 0
+    evict(core, jobs, count=1)
+    at(jobs, clock, 2)
+    assert jobs.failed("train") == 1, "an index below completions evicted is a failure"

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from extender.cache.handlers import POD_GROUP_KINDS
+from extender.cache.handlers import WORKLOAD_KINDS as WATCHED_WORKLOADS
 from extender.core.lifecycle.workloads import KINDS as WORKLOAD_KINDS
 from extender.kube.requeue_store import VERBS as REQUEUE_VERBS
 from extender.service.settings import parse_serve_settings
@@ -357,6 +358,7 @@ def test_the_extender_may_do_exactly_what_the_code_does() -> None:
         ("scheduling.k8s.io", "priorityclasses"),
         ("batch", "jobs"),
         *((group, plural) for _, group, _, plural in POD_GROUP_KINDS.values()),
+        *((group, plural) for group, _, plural in WATCHED_WORKLOADS.values()),
     }
     needed = {(g, r, v) for g, r in watched for v in ("list", "watch")}
     needed |= {("", "pods/binding", "create"), ("", "pods", "patch")}

@@ -26,7 +26,12 @@ from extender.kube.convert import (
     node_from_api,
     pod_group_from_api,
     priority_class_from_api,
+    pytorch_job_from_api,
 )
+
+# Workload kinds whose objects the cache holds (custom resources, optional like the PodGroups):
+# handler kind -> (group, version, plural)
+WORKLOAD_KINDS = {"pytorchjobs": ("kubeflow.org", "v1", "pytorchjobs")}
 
 YIELD_EVERY = 1024  # listed objects converted between two chances for the verbs to run
 
@@ -165,6 +170,13 @@ def handlers_for(store: ClusterStore) -> dict[str, KindHandler[Any]]:
             "jobs", job_from_api, store.upsert_job, store.delete_job, store.replace_jobs
         ),
     }
+    handlers["pytorchjobs"] = KindHandler(
+        "pytorchjobs",
+        pytorch_job_from_api,
+        store.upsert_pytorch_job,
+        store.delete_pytorch_job,
+        store.replace_pytorch_jobs,
+    )
     for kind, (source, *_) in POD_GROUP_KINDS.items():
         handlers[kind] = KindHandler(
             kind,

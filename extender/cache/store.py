@@ -24,6 +24,7 @@ from extender.core.model.snapshot import (
     NodeInfo,
     PodGroupInfo,
     PodInfo,
+    PyTorchJobInfo,
     Snapshot,
 )
 from extender.core.model.workload import queue_key
@@ -104,6 +105,7 @@ class ClusterStore:
         self._dirty_groups: set[str] = set()
         self._pod_groups: dict[str, PodGroupInfo] = {}
         self._jobs: dict[str, JobInfo] = {}
+        self._pytorch_jobs: dict[str, PyTorchJobInfo] = {}
         # Quota indexes by `queue_key`: usage of pods holding resources, pods waiting for a node.
         self._usage: dict[tuple[str, str], dict[str, int]] = {}
         self._usage_infos: dict[tuple[str, str], dict[str, int]] = {}
@@ -261,6 +263,21 @@ class ClusterStore:
             self._jobs = {j.key: j for j in jobs}
             self._bump()
 
+    def upsert_pytorch_job(self, job: PyTorchJobInfo) -> None:
+        with self._lock:
+            self._pytorch_jobs = {**self._pytorch_jobs, job.key: job}
+            self._bump()
+
+    def delete_pytorch_job(self, job: PyTorchJobInfo) -> None:
+        with self._lock:
+            self._pytorch_jobs = _without(self._pytorch_jobs, job.key)
+            self._bump()
+
+    def replace_pytorch_jobs(self, jobs: Iterable[PyTorchJobInfo]) -> None:
+        with self._lock:
+            self._pytorch_jobs = {j.key: j for j in jobs}
+            self._bump()
+
     # ---- namespaces and priority classes ------------------------------------------
     def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         with self._lock:
@@ -369,6 +386,7 @@ class ClusterStore:
             groups=dict(self._group_infos),
             pod_groups=self._pod_groups,
             jobs=self._jobs,
+            pytorch_jobs=self._pytorch_jobs,
             queue_usage=dict(self._usage_infos),
             queue_pending=dict(self._pending_infos),
             queue_floor=dict(self._floor_infos),
@@ -409,6 +427,7 @@ class ClusterStore:
                 "priorityclasses": len(self._priority_classes),
                 "podgroups": len(self._pod_groups),
                 "jobs": len(self._jobs),
+                "pytorchjobs": len(self._pytorch_jobs),
             }
 
     # ---- internals (lock held) -----------------------------------------------------------------

@@ -45,6 +45,8 @@ from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.scoring import PlacementScorer, ScoreWeights
 from extender.core.placement.topology import DEFAULT_TOPOLOGY
 from extender.core.preemption.preemption import Preemption
+from extender.core.preemption.regrow import regrowths
+from extender.core.preemption.shrinks import Shrink
 from extender.core.queues.book import QueueBook
 from extender.core.queues.gate import queue_of
 from extender.core.queues.ledger import Ledger
@@ -274,6 +276,13 @@ class Engine:
             if not stale:
                 self.sample_usage(snapshot, now)
         return refs
+
+    def regrowths(self, snapshot: Snapshot, now: float) -> list[Shrink]:
+        """Workloads gangplank made smaller to raise by one member now (`regrow.py`)."""
+        shrunk_at = self.preemption.evictions.shrunk_at
+        free = partial(self.placer.free_of, None)
+        after = self.config.regrow_after_seconds
+        return regrowths(snapshot, shrunk_at, now, free, self.placer.topology, self._spare, after)
 
     def sample_usage(self, snapshot: Snapshot, now: float) -> None:
         """Each queue's use since the last sample into the usage history (at most every

@@ -13,7 +13,13 @@ from typing import Any
 
 import orjson
 
-from extender.core.model.keys import gang_of, single_key
+from extender.core.model.keys import (
+    KUEUE_MIN_PARALLELISM,
+    KUEUE_QUEUE,
+    SHRUNK_FROM,
+    gang_of,
+    single_key,
+)
 from extender.core.model.quantity import QuantityError, parse_quantity
 from extender.core.model.resources import maximum, total
 from extender.core.model.snapshot import (
@@ -23,6 +29,7 @@ from extender.core.model.snapshot import (
     Owner,
     PodGroupInfo,
     PodInfo,
+    PyTorchJobInfo,
     Requirement,
     Taint,
     Toleration,
@@ -546,9 +553,58 @@ def job_from_api(raw: Any) -> JobInfo:
         value = spec.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    annotations = _mapping(metadata, "annotations", "Job.metadata")
+    minimum = annotations.get(KUEUE_MIN_PARALLELISM)
     return JobInfo(
         namespace=_str(metadata, "namespace", "Job.metadata") or "default",
         name=_str(metadata, "name", "Job.metadata", required=True),
         parallelism=count("parallelism"),
         completions=count("completions"),
+        indexed=spec.get("completionMode") == "Indexed",
+        min_parallelism=minimum if isinstance(minimum, str) else None,
+        shrunk_from=_shrunk_from(annotations),
+        kueue=KUEUE_QUEUE in _mapping(metadata, "labels", "Job.metadata"),
+    )
+
+
+def _shrunk_from(annotations: Mapping[str, Any]) -> int:
+    """The size gangplank's annotation records (0: none, or not a whole number)."""
+    value = annotations.get(SHRUNK_FROM)
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+def pytorch_job_from_api(raw: Any) -> PyTorchJobInfo:
+    """A Kubeflow PyTorchJob: its Worker and Master replicas and its elasticPolicy."""
+    if not isinstance(raw, Mapping):
+        raise ConversionError("PyTorchJob must be an object")
+    metadata = _mapping(raw, "metadata", "PyTorchJob")
+    spec = _mapping(raw, "spec", "PyTorchJob")
+    path = "PyTorchJob.spec"
+    replicas = _mapping(spec, "pytorchReplicaSpecs", path)
+
+    def count(obj: Mapping[str, Any], key: str, default: int | None) -> int | None:
+        value = obj.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConversionError(f"{path}: {key} must be a whole number, not {value!r}")
+        return value
+
+    def of(kind: str) -> int:
+        """Its `kind` replicas: 1 when the spec leaves them out, 0 without such a spec."""
+        found = _mapping(replicas, kind, f"{path}.pytorchReplicaSpecs")
+        return count(found, "replicas", 1 if kind in replicas else 0) or 0
+
+    policy = spec.get("elasticPolicy")
+    elastic = _mapping(spec, "elasticPolicy", path)
+    return PyTorchJobInfo(
+        namespace=_str(metadata, "namespace", "PyTorchJob.metadata") or "default",
+        name=_str(metadata, "name", "PyTorchJob.metadata", required=True),
+        workers=of("Worker"),
+        masters=of("Master"),
+        min_replicas=count(elastic, "minReplicas", None),
+        max_replicas=count(elastic, "maxReplicas", None),
+        elastic=isinstance(policy, Mapping),
+        shrunk_from=_shrunk_from(_mapping(metadata, "annotations", "PyTorchJob.metadata")),
+        kueue=KUEUE_QUEUE in _mapping(metadata, "labels", "PyTorchJob.metadata"),
     )

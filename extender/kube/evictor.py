@@ -19,16 +19,19 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.core.lifecycle.events import EVICTED
 from extender.core.preemption.evictions import Eviction
+from extender.core.preemption.shrinks import Shrink
 from extender.kube.binder import api_message
 from extender.kube.events import post_pod_event
+from extender.kube.shrinker import shrink
 
 log = logging.getLogger("gangplank.evict")
 
 
 class Evictor(Protocol):
     def evict(self, job: Sequence[Eviction]) -> str:
-        """Evict one victim job's pods; the outcome: evicted, blocked (a disruption budget
-        refused), gone (already deleted) or failed."""
+        """Evict one victim job's pods (or, where they carry a shrink, lower their workload's
+        size: shrunk); the outcome: evicted, blocked (a disruption budget refused), gone
+        (already deleted) or failed."""
         ...
 
     def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
@@ -36,10 +39,19 @@ class Evictor(Protocol):
         blocked or failed."""
         ...
 
+    def resize(self, change: Shrink, why: str) -> str:
+        """Give a workload made smaller a member back (`regrow.py`): grown, gone or failed."""
+        ...
+
 
 class ApiEvictor:
-    def __init__(self, core: Any, timeout: tuple[float, float] = (2.0, 4.0)) -> None:
+    def __init__(
+        self, core: Any, timeout: tuple[float, float] = (2.0, 4.0), custom: Any = None
+    ) -> None:
+        """`custom`: a CustomObjectsApi, to lower an elastic workload's size (None: its extras
+        are evicted)."""
         self._core = core
+        self._custom = custom
         self._timeout = timeout
         self._told: set[tuple[str, str, str]] = set()  # preemptor events sent (bounded below)
 
@@ -96,6 +108,14 @@ class ApiEvictor:
         refused = self.dry_run([(e.namespace, e.name, e.uid) for e in job], grace)
         if refused:
             return refused
+        through = job[0].shrink if job else None
+        if through is not None and self._custom is not None:
+            outcome = shrink(self._custom, self._core, through, job[0].message, self._timeout)
+            if outcome == "shrunk":
+                for e in job:
+                    self._event(e.namespace, e.name, e.uid, "Preempted", e.message)
+                self._tell(job[0], set())
+            return outcome
         codes = [
             self._eviction(e.namespace, e.name, e.uid, e.grace_seconds, dry_run=False) for e in job
         ]
@@ -104,17 +124,24 @@ class ApiEvictor:
             # 404: kube-scheduler's own preemption deleted it first, for the same plan.
             if code in (201, 404):
                 self._event(e.namespace, e.name, e.uid, EVICTED.get(e.rule, "Preempted"), e.message)
-                key = (*e.preemptor, e.preemptor_message)
-                if key not in self._told and e.preemptor not in own:
-                    if len(self._told) > 10_000:
-                        self._told.clear()
-                    self._told.add(key)
-                    self._event(
-                        e.preemptor[0], e.preemptor[1], "", "Preempting", e.preemptor_message
-                    )
+                self._tell(e, own)
         if all(code == 404 for code in codes):
             return "gone"
         return "evicted" if all(code in (201, 404) for code in codes) else "failed"
+
+    def resize(self, change: Shrink, why: str) -> str:
+        if self._custom is None:
+            return "failed"
+        return shrink(self._custom, self._core, change, why, self._timeout)
+
+    def _tell(self, e: Eviction, own: set[tuple[str, str]]) -> None:
+        """The preemptor's Event naming its victims, once (not a job evicted for itself)."""
+        key = (*e.preemptor, e.preemptor_message)
+        if key not in self._told and e.preemptor not in own:
+            if len(self._told) > 10_000:
+                self._told.clear()
+            self._told.add(key)
+            self._event(e.preemptor[0], e.preemptor[1], "", "Preempting", e.preemptor_message)
 
     def _event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
         post_pod_event(
@@ -139,3 +166,7 @@ class LogEvictor:
 
     def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
         return ""
+
+    def resize(self, change: Shrink, why: str) -> str:
+        log.info("demo: would change %s from %d to %d", change.shown, change.current, change.to)
+        return "grown"

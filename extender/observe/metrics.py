@@ -212,7 +212,8 @@ class Metrics:
             "gangplank_preemption_evictions",
             "Pods gangplank evicted itself, by the victim's queue (empty: none), rule (priority, "
             "reclaim, recovery: a gang a restart left in part that fits nowhere) and outcome "
-            "(evicted, blocked by a PodDisruptionBudget, gone, failed).",
+            "(evicted; shrunk: an elastic gang's extras taken back by a smaller size of their "
+            "workload; blocked by a PodDisruptionBudget, gone, failed).",
             ["queue", "rule", "outcome"],
             registry=r,
         )

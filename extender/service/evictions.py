@@ -22,6 +22,7 @@ from extender.cache.store import ClusterStore
 from extender.core.engine import Engine
 from extender.core.lifecycle.workloads import Resume, Suspension
 from extender.core.preemption.evictions import Eviction
+from extender.core.preemption.shrinks import Shrink
 from extender.kube.evictor import Evictor
 from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.kube.workloads import Suspender
@@ -83,6 +84,19 @@ class Evictions:
                 self.scheduler.lifecycle.refused({e.uid for e in pods})
         if outcome == "evicted":
             self.metrics.gpu_seconds_lost(first.queue, first.rule, sum(e.gpu_seconds for e in pods))
+
+    def resize(self, changes: Sequence[Shrink]) -> None:
+        """Workloads gangplank made smaller, each raised by one member (`regrow.py`)."""
+        for change in changes:
+            why = (
+                "room for one more member is free and no waiting job needs it (its size before "
+                "gangplank took extras back is on its annotation gangplank.io/shrunk-from)"
+            )
+            self._steps.run("resize", partial(self._resize, change, why))
+
+    def _resize(self, change: Shrink, why: str) -> None:
+        outcome = self.evictor.resize(change, why)
+        log.info("%s %s: from %d to %d", outcome, change.shown, change.current, change.to)
 
     def _recorded_first(self, evictions: list[Eviction]) -> list[Eviction]:
         """The evictions whose preemptor's plan is recorded in the cluster (written now when it

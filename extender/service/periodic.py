@@ -32,6 +32,7 @@ from extender.core.model.notices import Notice
 from extender.core.model.snapshot import Snapshot
 from extender.core.placement.scoring import mix_of
 from extender.core.preemption.evictions import Eviction
+from extender.core.preemption.shrinks import Shrink
 from extender.kube.events import EventRecorder, tell
 from extender.kube.plan_recorder import PlanRecorder, RecordError
 from extender.observe.metrics import Metrics
@@ -65,6 +66,7 @@ class Decided:
     suspensions: list[Suspension] = field(default_factory=list)  # requeues through a workload
     resumes: list[Resume] = field(default_factory=list)  # suspended workloads whose backoff ended
     moves: list[Move] = field(default_factory=list)  # consolidation's plans to carry out
+    resizes: list[Shrink] = field(default_factory=list)  # workloads made smaller, grown back
 
 
 class PeriodicPass:
@@ -150,6 +152,7 @@ class PeriodicPass:
         # plans made since the last pass are recorded ahead of their first bind
         self._step("record-plans", partial(self.record, decided.records))
         self._step("evictions", partial(self.evictions.carry_out, decided.evictions))
+        self._step("resizes", partial(self.evictions.resize, decided.resizes))
         suspensions = decided.suspensions
         if suspensions and not kept:  # their records are not kept: not suspended yet
             with self.lock.by("suspensions put back"):
@@ -207,9 +210,12 @@ class PeriodicPass:
             suspensions = [] if keep else engine.lifecycle.take_suspensions()
             resumes = [] if keep else engine.lifecycle.resumes_due(self.clock())
             moves = [] if keep else engine.consolidation.take_moves()
+            resizes = [] if keep else engine.regrowths(snapshot, self.clock())
             notices = self.scheduler.take_notices()
             records = self.scheduler.records_to_write(snapshot)
-        return Decided(refs, evictions, notices, records, snapshot, suspensions, resumes, moves)
+        return Decided(
+            refs, evictions, notices, records, snapshot, suspensions, resumes, moves, resizes
+        )
 
     def record(self, records: Sequence[ToWrite]) -> None:
         try:

@@ -70,11 +70,15 @@ class Readiness:
         self._settle_heap()
         self._on_whole()
         stale = self.staleness()
+        # An optional kind this cluster does not serve (its CRD is not installed) is read as
+        # empty: said here, where people look when a PyTorchJob's or a PodGroup's gang waits.
+        absent = sorted(r.kind for r in self.reflectors if r.absent)
+        note = f" (not served by this cluster, read as none: {', '.join(absent)})" if absent else ""
         if stale:
             # Still ready: kube-scheduler keeps calling, so pods outside gangs and queues keep
             # being scheduled; gangs and queued jobs wait (the reason says so) until it is fresh.
-            return True, f"cache stale: {stale}"
-        return True, "cache synced"
+            return True, f"cache stale: {stale}{note}"
+        return True, f"cache synced{note}"
 
     def _settle_heap(self) -> None:
         """Once the first full lists are in, move the cache's objects out of the garbage

@@ -269,7 +269,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
     from kubernetes import client
 
     watch_client, bind_client = api_clients(settings)
-    evictor = ApiEvictor(client.CoreV1Api(bind_client))
+    evictor = ApiEvictor(client.CoreV1Api(bind_client), custom=client.CustomObjectsApi(bind_client))
     lease = f", the scheduler's Lease {settings.leader_lease}" if settings.leader_lease else ""
     log.info(
         "gangplank's namespace is %s (from %s): requeue records in ConfigMap %s, usage history "

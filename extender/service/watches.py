@@ -7,7 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from extender.cache.handlers import POD_GROUP_KINDS, handlers_for
+from extender.cache.handlers import POD_GROUP_KINDS, WORKLOAD_KINDS, handlers_for
 from extender.cache.reflector import Reflector
 from extender.cache.store import ClusterStore
 from extender.observe.metrics import Metrics
@@ -50,6 +50,8 @@ def build_reflectors(
     }
     for kind, (_, group, version, plural) in POD_GROUP_KINDS.items():
         calls[kind] = partial(custom.list_cluster_custom_object, group, version, plural)
+    for kind, (group, version, plural) in WORKLOAD_KINDS.items():
+        calls[kind] = partial(custom.list_cluster_custom_object, group, version, plural)
     return [
         Reflector(
             kind,
@@ -58,7 +60,7 @@ def build_reflectors(
             observer=metrics,
             watch_timeout=settings.watch_timeout,
             read_timeout=settings.read_timeout,
-            optional=kind in POD_GROUP_KINDS,
+            optional=kind in POD_GROUP_KINDS or kind in WORKLOAD_KINDS,
         )
         for kind, call in calls.items()
     ]

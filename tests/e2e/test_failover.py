@@ -311,6 +311,9 @@ class _Recorded:
     def __init__(self) -> None:
         self.evicted: list[str] = []
 
+    def resize(self, change: Any, why: str) -> str:
+        return "failed"
+
     def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
         return ""
 

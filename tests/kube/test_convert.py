@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from extender.kube.convert import ConversionError, node_from_api, pod_from_api, pod_requests
+from extender.core.model.snapshot import JobInfo, PyTorchJobInfo
+from extender.kube.convert import (
+    ConversionError,
+    job_from_api,
+    node_from_api,
+    pod_from_api,
+    pod_requests,
+    pytorch_job_from_api,
+)
 
 
 def container(cpu: str, memory: str = "1Gi", **extra: Any) -> dict[str, Any]:
@@ -196,3 +204,48 @@ def test_a_pod_that_needs_kube_schedulers_bind_cycle_is_told_apart(
 ) -> None:
     raw = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [], **spec}}
     assert pod_from_api(raw).needs_bind_cycle is needs
+
+
+PYTORCH = [
+    (
+        "an elastic PyTorchJob: its bounds, its masters, gangplank's record of its size",
+        {
+            "metadata": {"name": "pt", "annotations": {"gangplank.io/shrunk-from": "4"}},
+            "spec": {
+                "elasticPolicy": {"minReplicas": 1, "maxReplicas": 4},
+                "pytorchReplicaSpecs": {"Master": {}, "Worker": {"replicas": 3}},
+            },
+        },
+        PyTorchJobInfo("default", "pt", 3, 1, 1, 4, elastic=True, shrunk_from=4),
+    ),
+    (
+        "one without elasticPolicy, its Worker replicas left to the default of 1",
+        {
+            "metadata": {"name": "pt", "namespace": "ml"},
+            "spec": {"pytorchReplicaSpecs": {"Worker": {}}},
+        },
+        PyTorchJobInfo("ml", "pt", 1),
+    ),
+]
+
+
+@pytest.mark.parametrize("raw,read", [c[1:] for c in PYTORCH], ids=[c[0] for c in PYTORCH])
+def test_a_pytorchjob_reads_its_replicas_and_elastic_policy(
+    raw: dict[str, Any], read: PyTorchJobInfo
+) -> None:
+    assert pytorch_job_from_api(raw) == read
+
+
+def test_a_pytorchjob_with_a_bound_that_is_no_whole_number_is_refused_by_name() -> None:
+    raw = {"metadata": {"name": "pt"}, "spec": {"elasticPolicy": {"minReplicas": "two"}}}
+    with pytest.raises(ConversionError, match="minReplicas must be a whole number, not 'two'"):
+        pytorch_job_from_api(raw)
+
+
+def test_a_job_reads_its_completion_mode_kueues_minimum_and_gangplanks_record() -> None:
+    annotations = {"kueue.x-k8s.io/job-min-parallelism": "2", "gangplank.io/shrunk-from": "x"}
+    raw = {
+        "metadata": {"name": "el", "annotations": annotations},
+        "spec": {"parallelism": 3, "completions": 3, "completionMode": "Indexed"},
+    }
+    assert job_from_api(raw) == JobInfo("default", "el", 3, 3, True, "2", 0)

@@ -4,6 +4,7 @@ pod first, a refusal drops the rest; what each move came to is counted."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from extender.core.lifecycle.workloads import Resume, Suspension
 from extender.core.preemption.evictions import Eviction
@@ -26,6 +27,9 @@ class Evictor:
     def evict(self, job: Sequence[Eviction]) -> str:
         self.evicted += [e.name for e in job]
         return self.outcome
+
+    def resize(self, change: Any, why: str) -> str:
+        return "failed"
 
     def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
         self.checked += [name for _, name, _ in pods]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -22,6 +23,9 @@ class _BrokenFor:
     def __init__(self, name: str) -> None:
         self.name = name
         self.evicted: list[str] = []
+
+    def resize(self, change: Any, why: str) -> str:
+        return "failed"
 
     def dry_run(self, pods: Sequence[tuple[str, str, str]], grace: int | None = None) -> str:
         return ""

@@ -2,21 +2,33 @@
 workload" table lists.
 
 A pod belongs to at most one gang; its key names the source and the gang:
-`gangplank:ns/name`, `volcano:ns/name`, `coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`.
-The size comes from the gang's own annotation, its PodGroup, Kueue's total-count, or the Job's
-parallelism. Anything that does not give one clear, sane size is a `problem`, reported on the pods.
+`gangplank:ns/name`, `volcano:ns/name`, `coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`,
+`pytorch:ns/name`. The size comes from the gang's own annotation, its PodGroup, Kueue's
+total-count, the Job's parallelism, or the PyTorchJob's replicas. Anything that does not give one
+clear, sane size is a `problem`, reported on the pods.
 
 **Elastic gangs** (docs/elastic.md): `size` is the minimum, placed all or nothing; `maximum` is
 how many members it may run. It comes from `gangplank.io/gang-max`, a Job's parallelism above the
-gang size its pods carry, or the pods a PodGroup has beyond its `minMember`. Members beyond the
-minimum ("extras") start only on capacity no one waits for, and go first when others need it.
+gang size its pods carry or Kueue's `job-min-parallelism` on it, the pods a PodGroup has beyond
+its `minMember`, or a PyTorchJob's `elasticPolicy`. Members beyond the minimum ("extras") start
+only on capacity no one waits for, and go first when others need it: an Indexed Job's or a
+Kubeflow job's highest indexes first (`extras`), as a smaller size would remove them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from extender.core.model.keys import GANG_MAX, GANG_SIZE, KUEUE_TOTAL, MAX_GANG_SIZE
+from extender.core.model.keys import (
+    COMPLETION_INDEX,
+    GANG_MAX,
+    GANG_SIZE,
+    KUBEFLOW_REPLICA_INDEX,
+    KUBEFLOW_REPLICA_TYPE,
+    KUEUE_MIN_PARALLELISM,
+    KUEUE_TOTAL,
+    MAX_GANG_SIZE,
+)
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.topology import NO_CONSTRAINT, Constraint, constraint_of
 
@@ -68,8 +80,10 @@ class Gang:
 
     @property
     def extras(self) -> list[PodInfo]:
-        """Bound members beyond the minimum, the last started first (the first to go)."""
-        bound = sorted(self.bound, key=lambda p: (p.started or p.created, p.name), reverse=True)
+        """Bound members beyond the minimum, the first to go first: the highest index of an
+        Indexed Job's or a Kubeflow job's workers (what lowering its size removes), else the
+        last started."""
+        bound = sorted(self.bound, key=going_order, reverse=True)
         return bound[: max(0, len(bound) - self.size)]
 
     @property
@@ -91,6 +105,27 @@ class Gang:
     @property
     def created(self) -> float:
         return min((p.created for p in self.members), default=0.0)
+
+
+def member_index(pod: PodInfo) -> int | None:
+    """An Indexed Job's pod's completion index, or a Kubeflow worker's replica index."""
+    text = pod.annotations.get(COMPLETION_INDEX)
+    if text is None and pod.labels.get(KUBEFLOW_REPLICA_TYPE, "").lower() == "worker":
+        text = pod.labels.get(KUBEFLOW_REPLICA_INDEX)
+    return int(text) if text is not None and text.isdigit() else None
+
+
+def going_order(pod: PodInfo) -> tuple[int, int, float, str]:
+    """Sorts a gang's members the last to go first: a Kubeflow job's master (or launcher) pods,
+    then by index, then by start."""
+    kind = pod.labels.get(KUBEFLOW_REPLICA_TYPE, "").lower()
+    index = member_index(pod)
+    return (
+        0 if kind and kind != "worker" else 1,
+        -1 if index is None else index,
+        pod.started or pod.created,
+        pod.name,
+    )
 
 
 def _size(value: object, where: str) -> tuple[int, str]:
@@ -155,9 +190,19 @@ def resolve_gang(snapshot: Snapshot, key: str, asking: PodInfo | None = None) ->
                 maximum, problem = _maximum(snapshot, members, size, len(members))
     elif source == "kueue":
         size, problem = _annotated_size(members, KUEUE_TOTAL, "the pod group total count")
+    elif source == "pytorch":
+        size, maximum, problem = _pytorch_size(snapshot, name)
     else:  # job
         size, problem = _job_size(snapshot, name)
-        if not problem and any(GANG_SIZE in p.annotations for p in members):
+        minimum = snapshot.jobs[name].min_parallelism if not problem else None
+        if minimum is not None and not any(GANG_SIZE in p.annotations for p in members):
+            # Kueue's partial admission minimum: that many first, the rest extras
+            maximum = size  # Kueue allows 0 (all may go): here the gang keeps one
+            minimum = "1" if minimum.strip() == "0" else minimum
+            size, problem = _size(minimum, f"{KUEUE_MIN_PARALLELISM} of Job {name}")
+            if not problem and size > maximum:
+                problem = f"{KUEUE_MIN_PARALLELISM} {size} is above the parallelism {maximum}"
+        elif not problem and any(GANG_SIZE in p.annotations for p in members):
             # a gang size on its pods below the parallelism: that many first, the rest extras
             maximum = size
             size, problem = _annotated_size(members, GANG_SIZE, "the gang size")
@@ -179,6 +224,35 @@ def _job_size(snapshot: Snapshot, name: str) -> tuple[int, str]:
     if job.completions is not None:
         wanted = min(wanted, job.completions)
     return _size(max(wanted, 1) if wanted >= 0 else wanted, f"parallelism of Job {name}")
+
+
+def _pytorch_size(snapshot: Snapshot, name: str) -> tuple[int, int, str]:
+    """(size, maximum, problem) of PyTorchJob `name`'s gang: its Master replicas with its
+    elasticPolicy's minReplicas (maxReplicas) workers, or with all of them when not elastic. The
+    training operator fills an unset bound with the Worker replicas."""
+    job = snapshot.pytorch_jobs.get(name)
+    if job is None:
+        return (
+            0,
+            0,
+            (
+                f"waiting for PyTorchJob {name} (not in gangplank's cache yet; if it stays, the "
+                "watch of pytorchjobs is not running: see /readyz)"
+            ),
+        )
+    if not job.elastic:
+        size, problem = _size(job.masters + job.workers, f"the replicas of PyTorchJob {name}")
+        return size, 0, problem
+    low = job.workers if job.min_replicas is None else job.min_replicas
+    high = job.workers if job.max_replicas is None else job.max_replicas
+    if low > high:
+        return (
+            0,
+            0,
+            f"PyTorchJob {name}: elasticPolicy minReplicas {low} is above maxReplicas {high}",
+        )
+    size, problem = _size(job.masters + low, f"elasticPolicy.minReplicas of PyTorchJob {name}")
+    return size, job.masters + high, problem
 
 
 def _maximum(

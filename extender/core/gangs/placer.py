@@ -55,6 +55,7 @@ class GangConfig:
     hold_seconds: float = 120.0  # the first gang in line keeps freed capacity at most this long
     kick_interval_seconds: float = 5.0  # at most one retry nudge per gang per interval
     lifecycle_review_seconds: float = 10.0  # how often running jobs are reviewed (`lifecycle/`)
+    regrow_after_seconds: float = 120.0  # a workload made smaller grows no sooner (`regrow.py`)
 
 
 @dataclass(frozen=True, slots=True)

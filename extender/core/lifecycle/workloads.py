@@ -27,11 +27,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from extender.core.model.keys import KUBEFLOW_JOB
 from extender.core.model.snapshot import PodInfo
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"  # on the pods of a JobSet's Jobs
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
-KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"  # on a Kubeflow job's pods (and Jobs)
+KUBEFLOW_JOB_NAME = KUBEFLOW_JOB  # on a Kubeflow job's pods (and Jobs)
 RAY_FROM_CRD = "ray.io/originated-from-crd"  # the KubeRay kind (RayJob, RayService) it was made for
 RAY_API = "ray.io/v1"
 

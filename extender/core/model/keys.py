@@ -1,9 +1,9 @@
 """Who a pod's job is: the keys the core files work under.
 
 A job is the unit of admission: a gang (`gangplank:ns/name`, `volcano:ns/name`,
-`coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`, `native:ns/name`: the source, then the
-gang), or a pod alone (`pod:ns/name`). `JobKey` is any of them, `GangKey` one of a gang; test
-which with `is_single`, never by the prefix.
+`coscheduling:ns/name`, `kueue:ns/name`, `job:ns/name`, `pytorch:ns/name`, `native:ns/name`: the
+source, then the gang), or a pod alone (`pod:ns/name`). `JobKey` is any of them, `GangKey` one of
+a gang; test which with `is_single`, never by the prefix.
 """
 
 from __future__ import annotations
@@ -26,6 +26,14 @@ VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"  # on a workload Kueue manages
+KUEUE_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"  # on a Job: its elastic minimum
+# A Kubeflow training operator's pod: its job, its replica type (master, worker) and index
+KUBEFLOW_JOB = "training.kubeflow.org/job-name"
+KUBEFLOW_REPLICA_TYPE = "training.kubeflow.org/replica-type"
+KUBEFLOW_REPLICA_INDEX = "training.kubeflow.org/replica-index"
+SHRUNK_FROM = "gangplank.io/shrunk-from"  # on a workload gangplank made smaller: its size before
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"  # an Indexed Job's pod's index
 
 # Larger than any real training job; a size beyond it is a typo, not a gang.
 MAX_GANG_SIZE = 10_000
@@ -60,6 +68,14 @@ def gang_of(
         return GangKey(JobKey(f"kueue:{ns}/{name}"))
     if owner is not None and owner.kind == "Job" and any(k in labels for k in QUEUE_LABELS):
         return GangKey(JobKey(f"job:{ns}/{owner.name}"))
+    if (
+        owner is not None
+        and owner.kind == "PyTorchJob"
+        and labels.get(KUBEFLOW_JOB) == owner.name
+        and KUBEFLOW_REPLICA_TYPE in labels
+        and any(k in labels for k in QUEUE_LABELS)
+    ):
+        return GangKey(JobKey(f"pytorch:{ns}/{owner.name}"))
     return None
 
 

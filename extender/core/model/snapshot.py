@@ -179,6 +179,30 @@ class JobInfo:
     name: str
     parallelism: int | None
     completions: int | None = None
+    indexed: bool = False  # completionMode Indexed: its pods carry a completion index
+    min_parallelism: str | None = None  # Kueue's job-min-parallelism annotation, as written
+    shrunk_from: int = 0  # its size before gangplank made it smaller (0: it did not)
+    kueue: bool = False  # Kueue manages it (label kueue.x-k8s.io/queue-name on the Job)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PyTorchJobInfo:
+    """A Kubeflow PyTorchJob (kubeflow.org/v1): its replicas, and its `elasticPolicy` bounds
+    (None when it has no elastic policy, or the policy leaves the bound out)."""
+
+    namespace: str
+    name: str
+    workers: int  # spec.pytorchReplicaSpecs.Worker.replicas
+    masters: int = 0  # spec.pytorchReplicaSpecs.Master.replicas
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    elastic: bool = False  # it has an elasticPolicy
+    shrunk_from: int = 0  # its Worker replicas before gangplank made it smaller (0: it did not)
+    kueue: bool = False  # Kueue manages it (label kueue.x-k8s.io/queue-name on the PyTorchJob)
 
     @property
     def key(self) -> str:
@@ -209,6 +233,7 @@ class Snapshot:
     groups: Mapping[str, tuple[PodInfo, ...]] = field(default_factory=dict)
     pod_groups: Mapping[str, PodGroupInfo] = field(default_factory=dict)  # "source:ns/name"
     jobs: Mapping[str, JobInfo] = field(default_factory=dict)  # "ns/name"
+    pytorch_jobs: Mapping[str, PyTorchJobInfo] = field(default_factory=dict)  # "ns/name"
     # For quota, by (queue label value or "", namespace) — see `workload.queue_key`:
     # requests of pods that hold resources, and the pods still waiting for a node.
     queue_usage: Mapping[tuple[str, str], Resources] = field(default_factory=dict)

@@ -1,10 +1,13 @@
 """The evictions preemption decided, queued until the runtime carries them out.
 
 Each victim job's pods go together, with what to tell the people involved: the Event on the
-victim (why, for whom) and, once, on the preemptor. The runtime takes them (`take`) and evicts
-through the Eviction API while its scheduler leads; what it could not carry out comes back
-(`put_back`). Recovery after a restart queues evictions too (rule `recovery`): the bound members
-of a gang that can no longer be completed, and the victims a recorded plan still waits for.
+victim (why, for whom) and, once, on the preemptor. An elastic gang's extras go through their
+workload where its kind allows it (`shrinks.py`: an elastic Indexed Job, PyTorchJob): the
+evictions carry the shrink, which the runtime carries out instead of evicting them. The runtime
+takes them (`take`) and evicts through the Eviction API while its scheduler leads; what it could
+not carry out comes back (`put_back`). Recovery after a restart queues evictions too (rule
+`recovery`): the bound members of a gang that can no longer be completed, and the victims a
+recorded plan still waits for.
 """
 
 from __future__ import annotations
@@ -12,15 +15,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import job_key, job_name
 from extender.core.model.quantity import format_amount
 from extender.core.model.resources import GPU
-from extender.core.model.snapshot import PodInfo
+from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.preemption.shrinks import Shrink, through_workload
 from extender.core.preemption.victim_candidates import RunningJob
 from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import PreemptionRules
 
 RulesOf = Callable[[str | None], PreemptionRules]
+WORKLOAD_SECONDS = 600.0  # how long a pod a shrink takes is kept from kube-scheduler's preemption
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +45,22 @@ class Eviction:
     preemptor: tuple[str, str]  # namespace, name of the preemptor's first pod
     preemptor_message: str  # the Event on the preemptor (sent once, with its first victim)
     plan: str = ""  # the preemptor's job: its plan is recorded before the first eviction
+    # An elastic gang's extras taken back through their workload (`shrinks.py`): the runtime
+    # lowers its size instead of evicting the pod (every pod of the shrink carries it).
+    shrink: Shrink | None = None
 
 
 class EvictionQueue:
     def __init__(self) -> None:
         self.pending: list[Eviction] = []
+        # pods a workload's smaller size takes, until when: kube-scheduler's preemption is not
+        # to delete them (a deleted pod counts as failed while its index is below the size)
+        self.through_workload: dict[str, float] = {}
+        self.shrunk_at: dict[str, float] = {}  # "Kind ns/name" -> when it was last made smaller
 
     def queue(
         self,
+        snapshot: Snapshot,
         victims: Sequence[RunningJob],
         key: str,
         pods: Sequence[PodInfo],
@@ -74,17 +88,30 @@ class EvictionQueue:
             for v in victims
         )
         told = f"gangplank evicts {len(victims)} job(s) for this {preemptor}: {why}: {names}"
+        ways = self._ways(snapshot, victims, now)
         seen: set[str] = set()
         for victim in victims:
             going = [*victim.pods, *victim.rest]
             share = victim.gpu_seconds(now) / len(going)
-            if victim.extra:
-                together = (
-                    f"an extra pod of elastic {job_name(victim.key)}, beyond its minimum: the "
-                    "minimum keeps running"
+            shrink, instead = ways.get(victim.key, (None, "")) if victim.extra else (None, "")
+            if shrink is not None:
+                self.shrunk_at[shrink.shown] = now
+                told = f"{told}; {shrink.says()}"
+                message = (
+                    f"taken back by gangplank through its workload: {why}, for {preemptor} "
+                    f"({shrink.says()}, whose controller removes this extra pod of elastic "
+                    f"{job_name(victim.key)} without counting it as failed; the minimum keeps "
+                    "running)"
+                )
+            elif victim.extra:
+                message = (
+                    f"evicted by gangplank: {why}, for {preemptor} (an extra pod of elastic "
+                    f"{job_name(victim.key)}, beyond its minimum: the minimum keeps running; "
+                    f"evicted, not taken back through its workload: {instead})"
                 )
             else:
                 together = f"all {len(going)} pod(s) of {job_name(victim.key)} go together"
+                message = f"evicted by gangplank: {why}, for {preemptor} ({together})"
             for pod in going:
                 if pod.uid in seen:
                     continue
@@ -99,12 +126,33 @@ class EvictionQueue:
                         rule=rule,
                         queue=victim.queue or "",
                         gpu_seconds=share,
-                        message=f"evicted by gangplank: {why}, for {preemptor} ({together})",
+                        message=message,
                         preemptor=(first.namespace, first.name),
                         preemptor_message=told,
                         plan=key,
+                        shrink=shrink,
                     )
                 )
+                if shrink is not None:
+                    self.through_workload[pod.uid] = now + WORKLOAD_SECONDS
+
+    def _ways(
+        self, snapshot: Snapshot, victims: Sequence[RunningJob], now: float
+    ) -> dict[str, tuple[Shrink | None, str]]:
+        """For each gang only extras of which are taken: the shrink of its workload that takes
+        them all, or why they are evicted instead."""
+        self.through_workload = {u: t for u, t in self.through_workload.items() if t > now}
+        whole = {v.key for v in victims if not v.extra}
+        taken: dict[str, dict[str, PodInfo]] = {}
+        for victim in victims:
+            if victim.extra and victim.key not in whole:
+                taken.setdefault(victim.key, {}).update(
+                    (p.uid, p) for p in (*victim.pods, *victim.rest)
+                )
+        return {
+            key: through_workload(snapshot, resolve_gang(snapshot, key), pods.values())
+            for key, pods in taken.items()
+        }
 
     def evict_broken(self, key: str, pods: Sequence[PodInfo], now: float) -> None:
         """Evict the bound members of gang `key`, whole: after a restart its recorded plan no

@@ -1,9 +1,10 @@
 """kube-scheduler's own preemption (the preempt verb), narrowed to what gangplank's rules allow.
 
 kube-scheduler proposes victims for a pod its filters found no node for. A planned job keeps only
-its planned victims on its planned node; any other pod keeps only victims the rules allow — never
-a gang member (a gang goes whole, by gangplank's own plan) — and only nodes where what is kept
-makes room and no PodDisruptionBudget is broken.
+its planned victims on its planned node (not those their workload, made smaller, removes itself:
+kube-scheduler's deletion would count as a failure of theirs); any other pod keeps only victims
+the rules allow — never a gang member (a gang goes whole, by gangplank's own plan) — and only
+nodes where what is kept makes room and no PodDisruptionBudget is broken.
 """
 
 from __future__ import annotations
@@ -31,15 +32,21 @@ def narrow(
     rules_of: RulesOf,
     queue_of: QueueOf,
     first: Collection[str] = (),
+    through_workload: Collection[str] = (),
 ) -> dict[str, Victims]:
     """The candidates kept for `pod` (`plan`: its job's plan, if any; `first`: idle jobs whose
-    rule is reclaim-first, which may go whatever their priority)."""
+    rule is reclaim-first, which may go whatever their priority; `through_workload`: planned
+    victims that go by a smaller size of their workload, never by kube-scheduler's deletion)."""
     if plan is not None and pod.uid in plan.assignments:
         node = plan.assignments[pod.uid]
         proposed = candidates.get(node)
         if proposed is None or proposed.pdb_violations:
             return {}
-        planned = tuple(uid for uid in proposed.uids if plan.victims.get(uid) == node)
+        planned = tuple(
+            uid
+            for uid in proposed.uids
+            if plan.victims.get(uid) == node and uid not in through_workload
+        )
         return {node: Victims(planned, proposed.pdb_violations)} if planned else {}
     if not is_single(job_key(pod)):
         return {}  # a gang member without a plan: its gang cannot be made room for

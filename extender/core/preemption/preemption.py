@@ -259,7 +259,7 @@ class Preemption:
         self.decided[key] = now
         created = min(p.created for p in pods)
         self.outcomes.waits_before.append(max(0.0, now - created))
-        self.evictions.queue(found.victims, key, pods, queue, rule, rules_of, book, now)
+        self.evictions.queue(snapshot, found.victims, key, pods, queue, rule, rules_of, book, now)
         return len(found.victims), looked_at, 0
 
     def _runs_short(self, snapshot: Snapshot, job: RunningJob) -> bool:
@@ -323,4 +323,5 @@ class Preemption:
     ) -> dict[str, Victims]:
         plan = self.reservations.get(job_key(pod))
         rules_of, queue_of = self.rules_of(policy), self._queue_of(book)
-        return narrow(snapshot, pod, candidates, now, plan, rules_of, queue_of, self.first)
+        spared = self.evictions.through_workload.keys()
+        return narrow(snapshot, pod, candidates, now, plan, rules_of, queue_of, self.first, spared)

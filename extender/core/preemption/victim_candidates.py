@@ -3,7 +3,9 @@
 A running job is a gang whole (all its bound members) or a pod alone: a gang is evicted whole or
 not at all, so no gang is left running in part. An elastic gang running beyond its minimum is
 several: each extra member alone (`extra`), and its minimum, which takes the extras still running
-with it when it goes (`rest`): taking extras never breaks the gang below its minimum.
+with it when it goes (`rest`): taking extras never breaks the gang below its minimum. An extra of
+a gang whose workload is made smaller instead (`shrinks.py`) takes the extras of higher index
+with it (`rest`), as the smaller size would.
 
 Never a victim: system pods (priority 1,000,000,000 and above), pods labelled
 `gangplank.io/preemptible: "false"` or `volcano.sh/preemptable: "false"` (one such member
@@ -30,6 +32,7 @@ from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.resources import GPU, total
 from extender.core.model.snapshot import PodInfo, Snapshot
+from extender.core.preemption.shrinks import shrinkable
 from extender.core.queues.book import QueueBook
 from extender.core.queues.policy import PreemptionRules
 
@@ -158,18 +161,25 @@ def _gang_jobs(
             rest=tuple(extras),
         )
     ]
-    for pod in extras:
+    # Taken back through its workload (an elastic Indexed Job, PyTorchJob: `shrinks.py`), an
+    # extra takes the ones of higher index with it: a smaller size removes them all.
+    ordered = shrinkable(snapshot, gang)
+    for i, pod in enumerate(extras):
         assert pod.node_name is not None
         started = pod.started or pod.created
         node = {pod.node_name: pod.requests}
-        jobs.append(RunningJob(key, queue, pod.priority, started, (pod,), node, extra=True))
+        above = tuple(extras[:i]) if ordered else ()
+        jobs.append(
+            RunningJob(key, queue, pod.priority, started, (pod,), node, extra=True, rest=above)
+        )
     return jobs
 
 
 def extras_first(candidates: list[RunningJob]) -> list[RunningJob]:
-    """Elastic gangs' extra members before any other candidate, the rule's order kept within
-    each part: they run on room no one was waiting for, and their gang keeps its minimum."""
-    return sorted(candidates, key=lambda job: not job.extra)
+    """Elastic gangs' extra members before any other candidate, those that take no other extra
+    with them first, the rule's order kept within each part: they run on room no one was
+    waiting for, and their gang keeps its minimum."""
+    return sorted(candidates, key=lambda job: (not job.extra, len(job.rest) if job.extra else 0))
 
 
 def broken_first(

@@ -8,6 +8,7 @@ import pytest
 
 from extender.core.gangs.gang import resolve_gang
 from extender.core.model.keys import group_key
+from extender.kube.convert import pod_from_api
 from tests.builders import job, pod, pod_group, pod_info
 from tests.cluster import Cluster
 
@@ -187,6 +188,58 @@ def test_nonsense_sizes_are_reported_clearly(
 
 
 GANGPLANK: dict[str, Any] = {"labels": {"gangplank.io/gang": "g"}}
+
+
+def kueue_elastic(obj: dict[str, Any], minimum: str) -> dict[str, Any]:
+    obj["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": minimum}
+    return obj
+
+
+def pytorch_pods(name: str, *, masters: int, workers: int) -> list[dict[str, Any]]:
+    """A PyTorchJob's pods as the training operator makes them (labels, owner), in a queue."""
+    made = []
+    for kind, count in (("master", masters), ("worker", workers)):
+        for i in range(count):
+            labels = {
+                "training.kubeflow.org/job-name": name,
+                "training.kubeflow.org/replica-type": kind,
+                "training.kubeflow.org/replica-index": str(i),
+                "gangplank.io/queue": "q",
+            }
+            made.append(
+                pod(
+                    f"{name}-{kind}-{i}",
+                    namespace="ml",
+                    labels=labels,
+                    owner=("kubeflow.org/v1", "PyTorchJob", name),
+                )
+            )
+    return made
+
+
+def pytorch_job(
+    name: str,
+    *,
+    workers: int,
+    masters: int = 0,
+    least: int | bool | None = False,
+    most: int | None = None,
+) -> dict[str, Any]:
+    """A PyTorchJob (`least` False: no elasticPolicy; None: a bound left out)."""
+    replicas: dict[str, Any] = {"Worker": {"replicas": workers}}
+    if masters:
+        replicas["Master"] = {"replicas": masters}
+    spec: dict[str, Any] = {"pytorchReplicaSpecs": replicas}
+    if least is not False:
+        policy: dict[str, Any] = {"rdzvBackend": "c10d"}
+        if least is not None:
+            policy["minReplicas"] = least
+        if most is not None:
+            policy["maxReplicas"] = most
+        spec["elasticPolicy"] = policy
+    return {"metadata": {"name": name, "namespace": "ml"}, "spec": spec}
+
+
 ELASTIC: list[tuple[str, list[dict[str, Any]], dict[str, Any], tuple[int, int]]] = [
     (
         "gangplank.io/gang-max above gangplank.io/gang-size",
@@ -239,6 +292,36 @@ ELASTIC: list[tuple[str, list[dict[str, Any]], dict[str, Any], tuple[int, int]]]
         {"jobs": [job("train", 4, namespace="ml")]},
         (4, 4),
     ),
+    (
+        "Kueue's job-min-parallelism on the Job (the minimum) and its parallelism (the maximum)",
+        members(2, labels={"gangplank.io/queue": "q"}, job="train"),
+        {"jobs": [kueue_elastic(job("train", 4, namespace="ml"), "2")]},
+        (2, 4),
+    ),
+    (
+        "Kueue's job-min-parallelism of 0 (Kueue may shrink it away; gangplank keeps one)",
+        members(2, labels={"gangplank.io/queue": "q"}, job="train"),
+        {"jobs": [kueue_elastic(job("train", 3, namespace="ml"), "0")]},
+        (1, 3),
+    ),
+    (
+        "a PyTorchJob's elasticPolicy (minReplicas, maxReplicas), its Master on top",
+        pytorch_pods("pt", masters=1, workers=2),
+        {"pytorchjobs": [pytorch_job("pt", workers=2, masters=1, least=1, most=3)]},
+        (2, 4),
+    ),
+    (
+        "a PyTorchJob's elasticPolicy without bounds (the operator takes its Worker replicas)",
+        pytorch_pods("pt", masters=0, workers=2),
+        {"pytorchjobs": [pytorch_job("pt", workers=2, least=None, most=None)]},
+        (2, 2),
+    ),
+    (
+        "a PyTorchJob without elasticPolicy (every replica, not elastic)",
+        pytorch_pods("pt", masters=1, workers=3),
+        {"pytorchjobs": [pytorch_job("pt", workers=3, masters=1)]},
+        (4, 4),
+    ),
 ]
 
 
@@ -262,6 +345,36 @@ def test_a_gang_maximum_below_its_size_is_reported() -> None:
     gang = resolve_gang(cluster.snap(), "gangplank:ml/g")
     assert gang.size == 0
     assert "the gang maximum gangplank.io/gang-max is 2, below its size 4" in gang.problem
+
+
+def test_a_pytorchjob_not_in_the_cache_waits_and_says_where_to_look() -> None:
+    gang = resolve_gang(
+        Cluster(pods=pytorch_pods("pt", masters=0, workers=2)).snap(), "pytorch:ml/pt"
+    )
+    assert gang.problem == (
+        "gang ml/pt: waiting for PyTorchJob ml/pt (not in gangplank's cache yet; if it stays, the "
+        "watch of pytorchjobs is not running: see /readyz)"
+    )
+
+
+def test_a_pytorchjob_pod_without_a_queue_label_or_the_operators_labels_is_no_gang() -> None:
+    bare = pytorch_pods("pt", masters=0, workers=1)[0]
+    del bare["metadata"]["labels"]["gangplank.io/queue"]
+    made_by_hand = pod(
+        "x", labels={"gangplank.io/queue": "q"}, owner=("kubeflow.org/v1", "PyTorchJob", "pt")
+    )
+    assert [group_key(pod_from_api(p)) for p in (bare, made_by_hand)] == [None, None]
+
+
+def test_the_extras_of_an_indexed_workload_are_its_highest_indexes_whatever_started_last() -> None:
+    pods = pytorch_pods("pt", masters=1, workers=3)
+    for i, member in enumerate(pods):  # the master started last, worker 2 first
+        member["spec"]["nodeName"] = "n0"
+        member["status"] = {"phase": "Running"}
+        member["metadata"]["creationTimestamp"] = f"2026-12-01T10:0{9 - 2 * i}:00Z"
+    objects = [pytorch_job("pt", workers=3, masters=1, least=1, most=3)]
+    gang = resolve_gang(Cluster(pods=pods, pytorchjobs=objects).snap(), "pytorch:ml/pt")
+    assert [p.name for p in gang.extras] == ["pt-worker-2", "pt-worker-1"]
 
 
 def test_the_extras_are_the_bound_members_beyond_the_minimum_the_last_started_first() -> None:

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from extender.core.engine import Engine
+from extender.core.gangs.gang import resolve_gang
+from extender.core.preemption.shrinks import JOB_FIELDS, Shrink, through_workload
 from extender.core.queues.policy_parse import parse_policy
 from tests.builders import bound_pod, gpus, node, pod, policy_doc, queue
 from tests.cluster import Cluster
@@ -124,6 +126,150 @@ def test_an_evicted_extra_is_told_its_gang_keeps_its_minimum() -> None:
     members = list(snapshot.groups["gangplank:default/w"])
     engine.preemption.plan(snapshot, "gangplank:default/w", members, 1, None, NOW, None, None)
     (eviction,) = engine.preemption.take_evictions()
+    assert eviction.shrink is None
     assert eviction.message.endswith(
-        "(an extra pod of elastic gang default/e, beyond its minimum: the minimum keeps running)"
+        "(an extra pod of elastic gang default/e, beyond its minimum: the minimum keeps running; "
+        "evicted, not taken back through its workload: its pods are not all of one Indexed Job "
+        "or elastic PyTorchJob, whose size gangplank could lower instead)"
+    )
+
+
+def indexed_running(
+    *, indexed: bool = True, completions: int = 4, reverse: bool = False, kueue: bool = False
+) -> dict[str, Any]:
+    """Job el (Kueue's job-min-parallelism 2, parallelism 4) running index i on node n_i, the
+    highest index started first when `reverse`; the Job object and its pods."""
+    spec: dict[str, Any] = {
+        "parallelism": 4,
+        "completions": completions,
+        "completionMode": "Indexed" if indexed else "NonIndexed",
+    }
+    obj = {
+        "metadata": {
+            "name": "el",
+            "namespace": "default",
+            "annotations": {"kueue.x-k8s.io/job-min-parallelism": "2"},
+            "labels": {"kueue.x-k8s.io/queue-name": "team"} if kueue else {},
+        },
+        "spec": spec,
+    }
+    pods = [
+        bound_pod(
+            pod(
+                f"el-{i}",
+                gpu=8,
+                priority=10,
+                job="el",
+                labels={"gangplank.io/queue": "research"},
+                annotations={"batch.kubernetes.io/job-completion-index": str(i)},
+            ),
+            f"n{i}",
+            NOW - 10 * HOUR + (3 - i if reverse else i) * HOUR,
+        )
+        for i in range(4)
+    ]
+    return {"jobs": [obj], "pods": pods}
+
+
+def planned(cluster: Cluster, needed: int) -> list[Any]:
+    engine = Engine()
+    snapshot = cluster.snap()
+    members = list(snapshot.groups["gangplank:default/w"])
+    engine.preemption.plan(snapshot, "gangplank:default/w", members, needed, None, NOW, None, None)
+    return sorted(engine.preemption.take_evictions(), key=lambda e: e.name)
+
+
+SHRINKS = [
+    ("a job needing one node takes index 3: completions and parallelism 4 to 3", 1, False, 3),
+    ("a job needing two nodes takes indexes 3 and 2: both to 2", 2, False, 2),
+    ("the highest index goes though it started first (its pods by index, not age)", 1, True, 3),
+]
+
+
+@pytest.mark.parametrize("needed,reverse,to", [c[1:] for c in SHRINKS], ids=[c[0] for c in SHRINKS])
+def test_an_elastic_indexed_jobs_extras_go_by_lowering_its_completions_and_parallelism(
+    needed: int, reverse: bool, to: int
+) -> None:
+    made = indexed_running(reverse=reverse)
+    cluster = Cluster(nodes=[node(f"n{i}") for i in range(4)], jobs=made["jobs"])
+    cluster.add("pods", *made["pods"], *waiting(needed))
+    evictions = planned(cluster, needed)
+    assert [e.name for e in evictions] == [f"el-{i}" for i in range(to, 4)]
+    shrink = evictions[0].shrink
+    assert shrink is not None and all(e.shrink == shrink for e in evictions)
+    assert (shrink.shown, shrink.what, shrink.current, shrink.to) == (
+        "Job default/el",
+        "completions and parallelism",
+        4,
+        to,
+    )
+    assert shrink.patch() == {"spec": {"completions": to, "parallelism": to}}
+    assert evictions[0].message.startswith("taken back by gangplank through its workload: ")
+    assert "the minimum keeps running" in evictions[0].message
+
+
+WHY_EVICTED = [
+    (
+        "a NonIndexed Job (its controller would choose which pods go)",
+        {"indexed": False},
+        "Job default/el is not Indexed: lowering its parallelism would let the Job controller "
+        "choose which pods go, and it counts an evicted pod as failed (against its backoffLimit) "
+        "unless its podFailurePolicy ignores DisruptionTarget",
+    ),
+    (
+        "an Indexed Job whose completions are not its parallelism",
+        {"completions": 8},
+        "Indexed Job default/el has completions 8 and parallelism 4: only an Indexed Job whose "
+        "two are equal can be made smaller",
+    ),
+    (
+        "an elastic Indexed Job Kueue manages (Kueue would suspend it)",
+        {"kueue": True},
+        "Kueue manages Job default/el (label kueue.x-k8s.io/queue-name): Kueue suspends a running "
+        "workload whose size no longer matches its Workload",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "kwargs,why", [c[1:] for c in WHY_EVICTED], ids=[f"{c[0]} is evicted" for c in WHY_EVICTED]
+)
+def test_an_extra_whose_workload_cannot_be_made_smaller_is_evicted_and_told_why(
+    kwargs: dict[str, Any], why: str
+) -> None:
+    made = indexed_running(**kwargs)
+    cluster = Cluster(nodes=[node(f"n{i}") for i in range(4)], jobs=made["jobs"])
+    cluster.add("pods", *made["pods"], *waiting(1))
+    (eviction,) = planned(cluster, 1)
+    assert eviction.shrink is None
+    assert eviction.message.endswith(f"evicted, not taken back through its workload: {why})")
+
+
+def test_a_smaller_size_that_would_stop_part_of_the_minimum_is_not_made() -> None:
+    """Index 1 is not running (recreated after a failure): taking indexes 3 and 2 by a size of 2
+    would remove index 2 and leave index 0 alone, below the minimum of 2."""
+    made = indexed_running()
+    made["pods"][1]["spec"].pop("nodeName")
+    made["pods"][1]["status"] = {"phase": "Pending"}
+    cluster = Cluster(nodes=[node(f"n{i}") for i in range(4)], jobs=made["jobs"])
+    cluster.add("pods", *made["pods"])
+    snapshot = cluster.snap()
+    gang = resolve_gang(snapshot, "job:default/el")
+    taken = [p for p in gang.bound if p.name in ("el-2", "el-3")]
+    shrink, why = through_workload(snapshot, gang, taken)
+    assert shrink is None
+    assert why == (
+        "Job default/el: lowering its completions and parallelism to 2 would leave 1 of its pods "
+        "running, fewer than its minimum of 2"
+    )
+    assert through_workload(snapshot, gang, taken[-1:])[0] == Shrink(
+        "Job",
+        "batch/v1",
+        "jobs",
+        "default",
+        "el",
+        "completions and parallelism",
+        JOB_FIELDS,
+        4,
+        3,
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from extender.core.engine import Engine
 from extender.core.model.resources import GPU
-from extender.core.model.snapshot import PodInfo
+from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.preemption.evictions import EvictionQueue
 from extender.core.preemption.victim_candidates import RunningJob
 from extender.core.queues.policy import PreemptionRules
@@ -53,7 +53,7 @@ def test_each_victim_jobs_pods_go_together_told_why_and_for_whom() -> None:
     low = [started(p, f"n{i}", NOW - 100) for i, p in enumerate(gang_pods("low", 2, gpu=8))]
     queued = EvictionQueue()
     victims = [job_of("gangplank:default/low", low)]
-    queued.queue(victims, PREEMPTOR, urgent(), None, "priority", rules, None, NOW)
+    queued.queue(Snapshot({}), victims, PREEMPTOR, urgent(), None, "priority", rules, None, NOW)
     evictions = queued.take()
     assert [(e.name, e.job, e.rule, e.grace_seconds, e.plan) for e in evictions] == [
         ("low-0", "gangplank:default/low", "priority", 45, PREEMPTOR),
@@ -78,7 +78,7 @@ def test_a_reclaim_tells_the_guarantee_of_the_queue_it_is_for_and_what_that_queu
     low = [started(pod("lent", gpu=8), "n0", NOW - 100)]
     evictions = EvictionQueue()
     victims = [job_of("pod:default/lent", low)]
-    evictions.queue(victims, PREEMPTOR, urgent(), "mine", "reclaim", rules, book, NOW)
+    evictions.queue(Snapshot({}), victims, PREEMPTOR, urgent(), "mine", "reclaim", rules, book, NOW)
     [evicted] = evictions.take()
     assert evicted.rule == "reclaim"
     assert evicted.message == (
