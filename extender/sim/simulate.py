@@ -40,15 +40,8 @@ from extender.sim.report.page import CHARTS_MISSING, write_html, write_json
 from extender.sim.report.tables import summary
 from extender.sim.report.verdicts import difference_table, verdicts
 from extender.sim.simulate_args import COMPARE_SEEDS, GENERATED_JOBS, Variant, parse_variant
-from extender.sim.workload import (
-    Faults,
-    JobSpec,
-    Mix,
-    fgd_arrivals,
-    from_trace,
-    generate,
-    with_faults,
-)
+from extender.sim.workload import JobSpec, Mix, fgd_arrivals, from_trace, generate
+from extender.sim.workload_faults import Faults, with_faults
 
 
 def without_lifecycle(policy: Policy) -> Policy:

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from extender.cli.args import above, non_negative_float, positive_float, positive_int
-from extender.sim.workload import FAULTS
+from extender.sim.workload_faults import FAULTS
 
 # One scheduling cycle with an extender: the filter and prioritize round trips (gangplank's pair
 # is p50 2.3 ms over HTTP at 5,000 nodes, docs/benchmarks.md), kube-scheduler's own filters and

@@ -86,7 +86,7 @@ class Options:
     drain_seconds: float | None = None
     progress_every: float = 0.0  # simulated seconds between two calls of `progress`
     # A stuck job (never ready, crash-looping) is deleted by its owner this many times its
-    # duration after it got stuck (see `workload.Faults`).
+    # duration after it got stuck (see `workload_faults.Faults`).
     stuck_factor: float = 3.0
     # Consolidation: a pod with no room makes room by moving running jobs (`moves.py`), at most
     # this many jobs in any minute.

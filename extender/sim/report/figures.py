@@ -13,7 +13,7 @@ from extender.core.queues.fair_order import fair_shares
 from extender.core.queues.policy import Policy
 from extender.sim.driver import Driver
 from extender.sim.runs import WAIT_CAUSES, JobRecord
-from extender.sim.workload import FAULTS
+from extender.sim.workload_faults import FAULTS
 
 HOUR = 3600.0
 

@@ -20,7 +20,7 @@ from extender.sim.report.figures import Run
 from extender.sim.report.rows import QUEUE_ROWS, summary_rows
 from extender.sim.report.verdicts import nothing_started, nothing_started_line
 from extender.sim.runs import WAIT_CAUSES
-from extender.sim.workload import FAULTS
+from extender.sim.workload_faults import FAULTS
 
 
 def describe(group: Sequence[Run]) -> str:
