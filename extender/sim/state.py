@@ -24,6 +24,7 @@ from extender.core.model.snapshot import NodeInfo
 from extender.kube.convert import node_from_api, pod_from_api
 from extender.sim.calls import Extender
 from extender.sim.fit import PODS, FitIndex
+from extender.sim.periods import PeriodTotals
 from extender.sim.runs import JobRecord, Run, SimPod
 from extender.sim.workload import JobSpec, pod_object
 
@@ -92,6 +93,9 @@ class Options:
     # this many jobs in any minute.
     consolidate: bool = False
     moves_per_minute: int = 10
+    # Totals by period of this many seconds (`periods.py`: each queue's GPU-time, elastic jobs'
+    # workers); 0: none kept.
+    period_seconds: float = 0.0
 
 
 class DriverState(ABC):
@@ -150,6 +154,8 @@ class DriverState(ABC):
         self.watching = any(r.spec.fault for r in self.records) or bool(
             getattr(extender, "watches_running", False)
         )
+        # The extender keeps a usage history (the policy's `fairness:`): asked every pass too.
+        self.samples_usage = bool(getattr(extender, "samples_usage", False))
         self.waste_seconds: dict[str, float] = {}  # kind (`Run.wasting`) -> GPU-seconds held
         # What lifecycle evictions freed: (rule, GPUs, from, until when the job would have held
         # them); `freed_seconds` counts it up to the end of the run
@@ -163,6 +169,11 @@ class DriverState(ABC):
         self._incomplete = 0
         self._running: Counter[str] = Counter()
         self._accounted_to = 0.0
+        # Elastic jobs running (`elastic.py`): how many, their workers bound and their maximum
+        self._elastic_jobs = self._elastic_workers = self._elastic_most = 0
+        self.extras_started = self.extras_taken = 0
+        seconds = self.options.period_seconds
+        self.periods = PeriodTotals(seconds) if seconds > 0 else None
         self._last_change = 0.0  # when a pod was last bound or a job last ended
         self.reasons: dict[str, str] = {}  # job -> last reason it waited for
         # GPU allocation (a share) when a pod first found no room (the FGD paper's figure)
@@ -216,11 +227,11 @@ class DriverState(ABC):
         named = JobSpec(**{**spec.__dict__, "name": record.alias})
         if spec.fault and record.faulty_starts < spec.faulty_runs:
             run.fault = spec.fault
-        for i in range(spec.members):
+        for i in range(spec.pods):
             # a controller creates pods one after another: members of jobs arriving together
             # interleave in kube-scheduler's queue (its order is priority, then creation time)
             raw = pod_object(named, i, f"uid-{next(self._uids):08d}", self.now + i * STAGGER)
-            if suffix and spec.members > 1:
+            if suffix and spec.pods > 1:
                 raw["metadata"]["labels"]["gangplank.io/gang"] = named.name
             pod = SimPod(raw, pod_from_api(raw), run)
             if run.fault == "never-ready" and i == spec.members - 1:
@@ -242,6 +253,8 @@ class DriverState(ABC):
         gpus = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
         if run.started is not None:
             self._running[run.record.spec.queue] -= gpus
+            if run.record.spec.elastic:
+                self._elastic_gone(run)
         elif gpus:
             self._incomplete -= gpus
         for pod in run.pods:
@@ -257,7 +270,7 @@ class DriverState(ABC):
             return
         record = run.record
         if run.started is not None:
-            gpus = sum(p.requests.get(GPU, 0) for p in run.pods)
+            gpus = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
             record.gpu_seconds_lost += gpus * (self.now - run.started)
         record.preempted += 1
         self.preemptions += 1
@@ -293,21 +306,27 @@ class DriverState(ABC):
         run.bound += 1
         gpus = pod.requests.get(GPU, 0)
         self._allocated += gpus
-        if run.bound < len(run.pods):
+        if run.started is not None:  # an extra worker of an elastic job running
+            self._extra_bound(run, pod)
+            return
+        if run.bound < run.record.spec.members:
             self._incomplete += gpus
             if run.bound_since is None:
                 run.bound_since = self.now
             run.record.note("gang", self.now)
             return
-        self._incomplete -= sum(p.requests.get(GPU, 0) for p in run.pods) - gpus
+        held = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
+        self._incomplete -= held - gpus
         run.started = self.now
         record = run.record
         record.note("", self.now)
         if record.started is None:
             record.started = self.now
-        self._running[record.spec.queue] += sum(p.requests.get(GPU, 0) for p in run.pods)
+        self._running[record.spec.queue] += held
         if run.fault:
             self._faulty_start(run)
+        elif record.spec.elastic:
+            self._elastic_start(run)
         else:
             run.ends_at = self.now + record.spec.duration
             self._push(run.ends_at, "finish", run)
@@ -335,7 +354,17 @@ class DriverState(ABC):
                 self.waste_seconds[kind] = self.waste_seconds.get(kind, 0.0) + gpus * span
             for queue, gpus in self._running.items():
                 self.queue_gpu_seconds[queue] = self.queue_gpu_seconds.get(queue, 0.0) + gpus * span
+            if self.periods is not None:
+                self._by_period(self.periods, self._accounted_to, t)
             self._accounted_to = t
+
+    def _by_period(self, periods: PeriodTotals, start: float, end: float) -> None:
+        add = periods.add
+        for queue, gpus in self._running.items():
+            add(f"queue:{queue}", start, end, gpus)
+        add("elastic jobs", start, end, self._elastic_jobs)
+        add("elastic workers", start, end, self._elastic_workers)
+        add("elastic most", start, end, self._elastic_most)
 
     def _sample(self) -> None:
         self._account(self.now)
@@ -351,7 +380,8 @@ class DriverState(ABC):
         )
         waiting: Counter[str] = Counter()
         for run in {id(p.run): p.run for p in self.pending.values()}.values():
-            waiting[run.record.spec.queue] += 1
+            if run.started is None:  # not an elastic job's extras
+                waiting[run.record.spec.queue] += 1
         self.samples.append(
             Sample(
                 self.now,
@@ -383,6 +413,23 @@ class DriverState(ABC):
     @abstractmethod
     def _consolidate(self, pod: SimPod) -> bool:
         """Whether moving running jobs made room for `pod` (`moves.MovePlay`)."""
+
+    @abstractmethod
+    def _elastic_start(self, run: Run) -> None:
+        """An elastic job's minimum is bound (`elastic.ElasticPlay`)."""
+
+    @abstractmethod
+    def _extra_bound(self, run: Run, pod: SimPod) -> None:
+        """An extra worker of a running elastic job is bound (`elastic.ElasticPlay`)."""
+
+    @abstractmethod
+    def _elastic_gone(self, run: Run) -> None:
+        """A running elastic job is removed (`elastic.ElasticPlay`)."""
+
+    @abstractmethod
+    def _take(self, run: Run, pods: Sequence[SimPod], why: str) -> None:
+        """Pods of `run` taken by preemption or reclaim (`elastic.ElasticPlay`: extras alone
+        when an elastic job keeps its minimum, else the whole run)."""
 
     @abstractmethod
     def _faulty_start(self, run: Run) -> None:

@@ -44,7 +44,7 @@ def _job_figures(records: Sequence[JobRecord], end: float) -> dict[str, Any]:
     arrived by `end`)."""
     waits = [(r.started if r.started is not None else end) - r.spec.arrival for r in records]
     gangs = [
-        r.started - r.spec.arrival for r in records if r.spec.members > 1 and r.started is not None
+        r.started - r.spec.arrival for r in records if r.spec.pods > 1 and r.started is not None
     ]
     causes: Counter[str] = Counter()
     for record in records:
