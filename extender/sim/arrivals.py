@@ -11,8 +11,9 @@ from typing import Any
 
 from extender.core.queues.policy import Policy
 from extender.sim.cluster import node_gpus
+from extender.sim.elastic import with_elastic
 from extender.sim.simulate_args import GENERATED_JOBS
-from extender.sim.workload import JobSpec, Mix, fgd_arrivals, from_trace, generate
+from extender.sim.workload import DEFAULT_SHAPES, JobSpec, Mix, fgd_arrivals, from_trace, generate
 from extender.sim.workload_faults import Faults, with_faults
 
 DEFAULT_QUEUES = ("team-a", "team-b", "team-c")  # the arrivals' queues when no policy names any
@@ -78,21 +79,32 @@ def workload(
     seed: int,
 ) -> list[JobSpec]:
     """The jobs of one seed over `queues` (`arrival_queues`), a seeded share of them wasting
-    what they hold (`faults`)."""
+    what they hold (`faults`), a seeded share of the gangs without a fault elastic."""
     if args.workload == "generated":
+        queues = queues or dict.fromkeys(DEFAULT_QUEUES, 1.0)
+        for name in args.queue_start:
+            if name not in queues:
+                raise ValueError(
+                    f"--queue-start: {name} is not a queue of the arrivals (they go to "
+                    f"{', '.join(queues)})"
+                )
         mix = Mix(
             jobs=args.jobs or GENERATED_JOBS,
             hours=args.hours,
             load=args.load,
             seed=seed,
-            queues=queues or dict.fromkeys(DEFAULT_QUEUES, 1.0),
+            queues=queues,
+            starts=args.queue_start,
+            shapes=args.shapes or DEFAULT_SHAPES,
         )
         jobs = generate(mix, node_gpus(nodes))
     else:
+        if args.queue_start:
+            raise ValueError("--queue-start spreads generated arrivals: not with --workload")
         jobs = _trace(Path(args.workload), list(queues or ()), args.jobs, seed)
         if args.arrivals == "fgd":
             jobs = fgd_arrivals(jobs, sum(node_gpus(nodes)), seed)
-    return with_faults(jobs, faults(args, seed))
+    return with_elastic(with_faults(jobs, faults(args, seed)), args.elastic, seed)
 
 
 def faults(args: argparse.Namespace, seed: int) -> Faults:

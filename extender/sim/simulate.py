@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extender.core.queues.fairness import DEFAULT_WINDOW, Fairness
+from extender.core.queues.lifecycle import format_duration
 from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import PolicyError
 from extender.policy.file import load_policy
@@ -49,6 +51,21 @@ def without_lifecycle(policy: Policy) -> Policy:
     queues = {n: dataclasses.replace(q, lifecycle=None) for n, q in policy.queues.items()}
     return dataclasses.replace(
         policy, queues=queues, lifecycle=None, source=f"{policy.source} (lifecycle: off)"
+    )
+
+
+def with_half_life(policy: Policy, half_life: float) -> Policy:
+    """`policy` with `fairness: {halfLife: half_life}` (its window at least 7d; 0: no usage
+    history)."""
+    if not half_life:
+        return dataclasses.replace(
+            policy, fairness=Fairness(), source=f"{policy.source} (no usage history)"
+        )
+    fairness = Fairness(half_life, max(policy.fairness.window, DEFAULT_WINDOW, half_life))
+    return dataclasses.replace(
+        policy,
+        fairness=fairness,
+        source=f"{policy.source} (fairness: halfLife {format_duration(half_life)})",
     )
 
 
@@ -82,6 +99,8 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
     policy = load_policy(variant.policy) if variant.policy else None
     if policy is not None and not variant.lifecycle:
         policy = without_lifecycle(policy)
+    if policy is not None and variant.half_life is not None:
+        policy = with_half_life(policy, variant.half_life)
     extender: Extender = Baseline() if variant.baseline else InProcess(policy)
     horizon = max((j.arrival for j in jobs), default=0.0)
     label = variant.label if args.seeds == 1 else f"{variant.label}, seed {task.seed}"
@@ -94,11 +113,13 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
             kick_seconds=args.kick_seconds,
             seed=task.seed,
             cycle_seconds=args.cycle_ms / 1000,
-            # work a free cluster would have finished: the longest job, after the last arrival
-            drain_seconds=max((j.duration for j in jobs), default=0.0),
+            # work a free cluster would have finished: the longest job (an elastic one at its
+            # minimum), after the last arrival
+            drain_seconds=max((j.duration * j.pods / j.members for j in jobs), default=0.0),
             progress_every=36.0,  # the bar shows hundredths of an hour
             stuck_factor=args.stuck_factor,
             consolidate=variant.consolidate and not variant.baseline,
+            period_seconds=args.period or 0.0,
         ),
         progress=update,
     )
@@ -136,6 +157,21 @@ def run_all(tasks: Sequence[Task], args: argparse.Namespace) -> list[dict[str, A
     return out
 
 
+DAY = 86400.0
+
+
+def report_period(
+    args: argparse.Namespace, variants: Sequence[Variant], policies: Sequence[Policy]
+) -> float | None:
+    """The period of the report's figures over time (`--period`; else a day for arrivals over
+    two days or more, four hours under that), or None when they are not shown: a run of a day
+    or less, without usage history, --queue-start or elastic jobs."""
+    history = any(v.half_life for v in variants) or any(p.fairness.on for p in policies)
+    if args.period is None and not (args.hours > 24 or history or args.queue_start or args.elastic):
+        return None
+    return float(args.period or (DAY if args.hours >= 48 else DAY / 6))
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         if args.workload == "generated" and args.arrivals != "trace":
@@ -159,10 +195,15 @@ def main(args: argparse.Namespace) -> int:
                 compared.setdefault(variant.policy, load_policy(variant.policy))
             elif not variant.policy and not variant.lifecycle:
                 raise ValueError(f"--compare {variant.label}: lifecycle=off needs a policy")
+            if not variant.policy and variant.half_life is not None:
+                raise ValueError(f"--compare {variant.label}: halfLife= needs a policy")
             cluster = variant.cluster
             if cluster != args.cluster and ":" not in cluster and not Path(cluster).exists():
                 raise ClusterError(f"--compare {variant.label}: {cluster}: no such file")
         queues = arrival_queues(args, policy, list(compared.values()))
+        args.period = report_period(
+            args, variants, [*([policy] if policy else []), *compared.values()]
+        )
         jobs = {seed: workload(args, queues, nodes, seed) for seed in seeds}
         # the policy whose fair shares a run without one (the baseline) is measured against
         reference = args.policy or next(iter(compared), None)

@@ -12,6 +12,7 @@ from typing import Any
 from extender.core.queues.fair_order import fair_shares
 from extender.core.queues.policy import Policy
 from extender.sim.driver import Driver
+from extender.sim.report.over_time import over_time_figures
 from extender.sim.runs import WAIT_CAUSES, JobRecord
 from extender.sim.workload_faults import FAULTS
 
@@ -142,6 +143,7 @@ def figures(
             },
         },
     }
+    out.update(over_time_figures(driver, queues))  # elastic jobs, figures by period
     if driver.watching:  # jobs with faults, or lifecycle rules: what was wasted and freed
         out.update(waste_figures(driver, arrived))
     if moves:
