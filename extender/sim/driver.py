@@ -23,8 +23,8 @@ from extender.sim.elastic import ElasticPlay
 from extender.sim.faults import LIFECYCLE_RULES, FaultPlay
 from extender.sim.kube_scheduler import KubeSchedulerModel
 from extender.sim.moves import MovePlay
+from extender.sim.options import FLUSH_AFTER, FLUSH_EVERY, Options, WallClock
 from extender.sim.runs import Run, SimPod
-from extender.sim.state import FLUSH_AFTER, FLUSH_EVERY, Options, WallClock
 
 __all__ = ["Driver", "Options", "WallClock"]
 

@@ -12,93 +12,30 @@ import heapq
 import itertools
 import math
 import random
-import time
-from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import NodeInfo
 from extender.kube.convert import node_from_api, pod_from_api
 from extender.sim.calls import Extender
 from extender.sim.fit import PODS, FitIndex
+from extender.sim.options import (
+    FLUSH_EVERY,
+    STAGGER,
+    Clock,
+    Options,
+    Sample,
+    SimulatedClock,
+)
 from extender.sim.periods import PeriodTotals
+from extender.sim.plays import Plays
 from extender.sim.runs import JobRecord, Run, SimPod
 from extender.sim.workload import JobSpec, pod_object
 
-STALL_SECONDS = 3600.0
-STAGGER = 0.2  # seconds between the creation stamps of one job's pods
-FLUSH_AFTER = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
-FLUSH_EVERY = 30.0
 
-
-class Clock(Protocol):
-    def wait_until(self, t: float) -> None: ...
-
-
-class SimulatedClock:
-    def wait_until(self, t: float) -> None:
-        pass
-
-
-class WallClock:
-    """Real time for the demo: the driver's time is seconds since `start`."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-
-    def now(self) -> float:
-        return time.monotonic() - self.start
-
-    def wait_until(self, t: float) -> None:
-        delay = t - self.now()
-        if delay > 0:
-            time.sleep(delay)
-
-
-@dataclass
-class Sample:
-    t: float
-    allocated: int  # GPUs held by bound pods
-    incomplete: int  # of those, held by gangs not all bound
-    stranded: int  # free GPUs on nodes with fewer free than the smallest waiting GPU pod asks
-    free: int
-    running: dict[str, int]  # GPUs of started jobs, by queue
-    waiting: dict[str, int]  # jobs waiting, by queue
-
-
-@dataclass
-class Options:
-    kick_seconds: float = 5.0  # gangplank's periodic pass (nudges, holds, reclaim), simulated
-    sample_seconds: float = 300.0
-    until: float | None = None  # stop here (default: when the last job ended or nothing moves)
-    seed: int = 1
-    stall_seconds: float = (
-        STALL_SECONDS  # after the last arrival, stop once nothing moved this long
-    )
-    # Simulated time one scheduling cycle takes: kube-scheduler places one pod at a time, so a
-    # backlog drains at 1/cycle_seconds pods a second. 0: cycles take no time (the live demo's
-    # cycles take real time already).
-    cycle_seconds: float = 0.0
-    # After the last arrival, stop this long after it at most (None: when the work is done or
-    # stalls). A run without gangs can deadlock for good while unrelated jobs trickle on.
-    drain_seconds: float | None = None
-    progress_every: float = 0.0  # simulated seconds between two calls of `progress`
-    # A stuck job (never ready, crash-looping) is deleted by its owner this many times its
-    # duration after it got stuck (see `workload_faults.Faults`).
-    stuck_factor: float = 3.0
-    # Consolidation: a pod with no room makes room by moving running jobs (`moves.py`), at most
-    # this many jobs in any minute.
-    consolidate: bool = False
-    moves_per_minute: int = 10
-    # Totals by period of this many seconds (`periods.py`: each queue's GPU-time, elastic jobs'
-    # workers); 0: none kept.
-    period_seconds: float = 0.0
-
-
-class DriverState(ABC):
+class DriverState(Plays):
     """The simulated cluster as the driver keeps it (see the module's docstring)."""
 
     def __init__(
@@ -405,32 +342,3 @@ class DriverState(ABC):
         if kind:
             self._wasting[kind] += gpus
         run.wasting = kind
-
-    @abstractmethod
-    def _held_node(self, pod: SimPod) -> list[str] | None:
-        """The node a move holds for `pod`, its hold released (`moves.MovePlay`)."""
-
-    @abstractmethod
-    def _consolidate(self, pod: SimPod) -> bool:
-        """Whether moving running jobs made room for `pod` (`moves.MovePlay`)."""
-
-    @abstractmethod
-    def _elastic_start(self, run: Run) -> None:
-        """An elastic job's minimum is bound (`elastic.ElasticPlay`)."""
-
-    @abstractmethod
-    def _extra_bound(self, run: Run, pod: SimPod) -> None:
-        """An extra worker of a running elastic job is bound (`elastic.ElasticPlay`)."""
-
-    @abstractmethod
-    def _elastic_gone(self, run: Run) -> None:
-        """A running elastic job is removed (`elastic.ElasticPlay`)."""
-
-    @abstractmethod
-    def _take(self, run: Run, pods: Sequence[SimPod], why: str) -> None:
-        """Pods of `run` taken by preemption or reclaim (`elastic.ElasticPlay`: extras alone
-        when an elastic job keeps its minimum, else the whole run)."""
-
-    @abstractmethod
-    def _faulty_start(self, run: Run) -> None:
-        """A run showing its fault started (every member bound): `faults.FaultPlay` plays it out."""
