@@ -162,7 +162,6 @@ COMMAND = (
     "--seeds",
     "1",
     "--no-baseline",
-    "--no-html",
     "--workers",
     "2",
     "--quiet",
@@ -203,6 +202,9 @@ def test_a_run_over_days_shows_shares_by_day_with_and_without_history_and_elasti
         d["max"] for d in history["elastic_detail"] if d["most"]
     }
     assert "elastic jobs' workers by period (time-weighted):" in out
+    page = (tmp_path / "out/report.html").read_text()
+    assert "share of the GPU-time by period (dotted: its fair share)</h2><img" in page
+    assert "workers in use by period (time-weighted)</h2><img" in page
 
 
 @pytest.mark.parametrize(
