@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,7 +94,7 @@ def test_a_period_is_named_for_the_reader(index: int, seconds: float, name: str)
     assert period_name(index, seconds) == name
 
 
-def run(label: str, shares: dict[str, list[float]], all_: dict[str, float]) -> dict:
+def run(label: str, shares: dict[str, list[float]], all_: dict[str, float]) -> dict[str, Any]:
     return {
         "label": label,
         "seed": 1,
