@@ -12,6 +12,18 @@ from extender.sim.report.figures import Run
 from extender.sim.report.over_time_tables import DAY, period_name
 
 
+def _percents(ax: Any, run: Run, shares: Sequence[float | None], colour: dict[str, str]) -> None:
+    """A run's shares by period as percents, one point a period (none where it has none)."""
+    values = [100.0 * v if v is not None else float("nan") for v in shares]
+    ax.plot(
+        range(1, len(values) + 1),
+        values,
+        marker="o",
+        color=colour[run["label"]],
+        label=run["label"],
+    )
+
+
 def over_time_charts(runs: Sequence[Run], colour: dict[str, str]) -> list[tuple[str, Any]]:
     """(title, matplotlib Figure) for each chart; each variant's first seed."""
     import matplotlib.pyplot as plt
@@ -29,14 +41,7 @@ def over_time_charts(runs: Sequence[Run], colour: dict[str, str]) -> list[tuple[
         fig, axes = plt.subplots(1, len(queues), figsize=(11, 3.2), sharey=True, squeeze=False)
         for ax, queue in zip(axes[0], queues, strict=True):
             for run in firsts:
-                shares = [100 * (v or 0.0) for v in run["by_period"]["share"].get(queue, [])]
-                ax.plot(
-                    range(1, len(shares) + 1),
-                    shares,
-                    marker="o",
-                    color=colour[run["label"]],
-                    label=run["label"],
-                )
+                _percents(ax, run, run["by_period"]["share"].get(queue, []), colour)
             fair = next(
                 (r["queues"][queue]["fair_share"] for r in firsts if queue in r["queues"]), None
             )
@@ -54,17 +59,7 @@ def over_time_charts(runs: Sequence[Run], colour: dict[str, str]) -> list[tuple[
     if elastic:
         fig, ax = plt.subplots(figsize=(11, 3))
         for run in elastic:
-            values = [
-                100.0 * v if v is not None else float("nan")
-                for v in run["by_period"]["elastic"]["workers_of_max"]
-            ]
-            ax.plot(
-                range(1, len(values) + 1),
-                values,
-                marker="o",
-                color=colour[run["label"]],
-                label=run["label"],
-            )
+            _percents(ax, run, run["by_period"]["elastic"]["workers_of_max"], colour)
         ax.set_ylim(0, 105)
         ax.set_ylabel("% of their maximum")
         ax.set_xlabel(unit)
