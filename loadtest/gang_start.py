@@ -7,6 +7,7 @@ the issue's shapes, through two kube-scheduler stand-ins:
 
 - `sim`: the simulator's kube-scheduler model (`extender/sim/kube_scheduler.py`: its queue,
   parking, backoff, a cycle of `CYCLE_MS`) with gangplank in process; simulated seconds;
+  `sim-planned`: the same with `--bind-planned-members` modelled (`_PlanBinding`);
 - `http`: the HTTP stand-in (`extender/sim/standin.py`, the tests' one) driving a real
   `gangplank serve` (gunicorn) that watches, binds and nudges through the fake API server in this
   process; wall-clock seconds, the stand-in's own work (its filters over the API server's
@@ -37,6 +38,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+from extender.service.plan_binds import AT_ONCE
 from extender.sim.apiserver import FakeApiServer
 from extender.sim.driver import Driver, Options
 from extender.sim.inprocess import InProcess
@@ -50,6 +52,7 @@ from loadtest.restart_ready import gangplank, node
 BEGIN, END = "<!-- gang-start:begin -->", "<!-- gang-start:end -->"
 CYCLE_MS = 5.0  # the simulator's default cycle (`gangplank simulate --cycle-ms`)
 KICK_SECONDS = 0.5  # gangplank's kicker pass (`Runtime(kick_interval=)`)
+RECORD_MS = BIND_MS = 2.0  # a write to the fake API server over HTTP (docs/benchmarks.md)
 GANG = "gangplank.io/gang"
 REAL = "kube-scheduler 1.36's own gangs, real cluster (issue 36)"
 
@@ -99,9 +102,10 @@ class Figure:
     notes: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        unit = "simulated" if self.driver == "sim" else "wall-clock"
+        unit = "simulated" if self.driver.startswith("sim") else "wall-clock"
         if self.shape.first_whole:
-            figure = f"first gang whole {self.seconds:.2f} s ({unit})"
+            places = 2 if self.seconds >= 0.1 else 3
+            figure = f"first gang whole {self.seconds:.{places}f} s ({unit})"
         else:
             rate = self.bound / self.seconds if self.seconds else 0.0
             figure = f"{rate:.0f} pods/s ({self.bound} pods in {self.seconds:.2f} s, {unit})"
@@ -158,10 +162,43 @@ class _Traced(Driver):
             self._woken_by = "cluster event"
 
 
-def run_sim(shape: Shape) -> Figure:
+class _PlanBinding(_Traced):
+    """`--bind-planned-members` in the model: once a cycle's filter has planned a gang, gangplank
+    binds the plan's other members itself — the plan recorded once (`RECORD_MS`), then Bindings
+    `AT_ONCE` at a time, each batch `BIND_MS` (the fake API server's, measured over HTTP;
+    docs/benchmarks.md) — and kube-scheduler skips them once they are bound."""
+
+    def _cycle(self, pod: SimPod) -> None:
+        super()._cycle(pod)
+        reservations = self.extender.engine.reservations  # type: ignore[attr-defined]
+        others = [
+            (member, where)
+            for member in pod.run.pods
+            if member is not pod
+            and member.node is None
+            and (where := reservations.planned_node(member.info)) is not None
+        ]
+        for i, (member, where) in enumerate(others):
+            done = self.now + (RECORD_MS + (i // AT_ONCE + 1) * BIND_MS) / 1000
+            self._push(done, "plan-bind", (member, where))
+
+    def _handle(self, kind: str, payload: Any) -> bool:
+        if kind != "plan-bind":
+            return super()._handle(kind, payload)
+        member, where = payload
+        bindable = member.uid in self.pending and member.node is None
+        if bindable and not self.extender.bind(member, where, self.now):
+            self.parked.pop(member.uid, None)
+            self.first_ask.setdefault(member.run.record.spec.name, self.now)
+            self.bound_at[member.uid] = self.now
+            self._bound(member, where)
+        return False
+
+
+def run_sim(shape: Shape, planned: bool = False) -> Figure:
     nodes = [node(i) for i in range(shape.nodes)]
     options = Options(kick_seconds=KICK_SECONDS, cycle_seconds=CYCLE_MS / 1000, until=3600.0)
-    driver = _Traced(nodes, shape.jobs(), InProcess(None), options)
+    driver = (_PlanBinding if planned else _Traced)(nodes, shape.jobs(), InProcess(None), options)
     driver.run()
     started = [r for r in driver.records if r.started is not None]
     if shape.first_whole:
@@ -174,7 +211,8 @@ def run_sim(shape: Shape) -> Figure:
     members = [p for p in driver.live.values() if p.run.record.spec.name in names]
     cycles = sum(1 for t, _ in driver.cycle_times if t <= end)
     others = sum(1 for t, job in driver.cycle_times if begin <= t <= end and job not in names)
-    figure = Figure(shape, "sim", end - begin, len(timed) * shape.members, cycles)
+    label = "sim --bind-planned-members" if planned else "sim"
+    figure = Figure(shape, label, end - begin, len(timed) * shape.members, cycles)
     total: dict[str, float] = collections.defaultdict(float)
     for member in members:
         for what, seconds in driver.spent[member.uid].items():
@@ -328,6 +366,7 @@ def run_http(shape: Shape, *flags: str) -> Figure:
 PLANNED = "--bind-planned-members"
 DRIVERS: dict[str, Callable[[Shape], Figure]] = {
     "sim": run_sim,
+    "sim-planned": lambda shape: run_sim(shape, planned=True),
     "http": run_http,  # kube-scheduler binds each member (the default)
     "http-planned": lambda shape: run_http(shape, PLANNED),
 }
@@ -345,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for driver in [d for d in args.drivers.split(",") if d]:
         for shape in shapes:
-            rounds = 1 if driver == "sim" else args.rounds
+            rounds = 1 if driver.startswith("sim") else args.rounds
             runs = [DRIVERS[driver](shape) for _ in range(rounds)]
             figure = sorted(runs, key=lambda f: f.seconds)[len(runs) // 2]
             if rounds > 1:

@@ -7,9 +7,11 @@ queue (behind every other pod waiting, a second gang's members included) and cos
 a bind over HTTP, so a 100-pod gang trickled in over seconds (issue 36; docs/benchmarks.md,
 "gangs as fast as kube-scheduler's own"). gangplank is the binder already (`pods/binding`): when
 a filter call made a plan, the plan's other members are bound right away, a few at once, the same
-way the bind verb binds (the plan recorded on every member first, the Binding with the pod's UID,
-the member's reservation turned into usage). The asking member goes on through kube-scheduler's
-own bind.
+way the bind verb binds (the plan recorded first, the Binding with the pod's UID, the member's
+reservation turned into usage). The asking member goes on through kube-scheduler's own bind. The
+record is one write, on the asking member, naming every member's node (`core/gangs/plan_record.py`):
+the members need no record each, which also nudged them to kube-scheduler, since gangplank binds
+them; that halves the writes of a bind wave.
 
 Only where a Binding alone is all kube-scheduler's bind cycle would do: not a member whose
 volumes or DRA claims kube-scheduler binds or allocates in that cycle (`PodInfo.needs_bind_cycle`),
@@ -35,6 +37,10 @@ log = logging.getLogger("gangplank.web")  # the bind verb's, as before it moved 
 
 AT_ONCE = 8  # Bindings in flight at once
 REMEMBERED = 10_000  # plans whose members were handed out (forgotten all at once past it)
+# A plan of at most this many members is recorded once, on the asking member, naming every
+# member's node (about 70 bytes a member, well under the 256 KiB a pod's annotations may hold);
+# a larger one on each member, as when kube-scheduler binds them.
+WHOLE_RECORD_MEMBERS = 2_000
 
 
 def bind_pod(runtime: Runtime, request: BindRequest) -> str:
@@ -85,6 +91,8 @@ class PlanBinds:
             if len(self._handed) >= REMEMBERED:
                 self._handed.clear()
             self._handed[key] = id(plan)
+            if len(plan.assignments) <= WHOLE_RECORD_MEMBERS:
+                plan.record_on, plan.record_members = pod.uid, dict(plan.assignments)
             members = {p.uid: p for p in runtime.store.snapshot_for_verbs().groups.get(key, ())}
             todo = [
                 BindRequest(member.namespace, member.name, uid, node)

@@ -119,6 +119,9 @@ class State:
     absent: set[str] = field(default_factory=set)  # kinds whose CRD is not installed
     leases: dict[str, str] = field(default_factory=dict)  # "ns/name" -> holderIdentity
     bind_error: tuple[int, str] | None = None
+    # Bindings that succeed before every later one is refused 503 (an API server failing in the
+    # middle of a bind wave); None: no limit.
+    bind_budget: int | None = None
     # PodDisruptionBudgets: (namespace, label selector); a matching pod may not be evicted.
     budgets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     evictions: list[tuple[str, str, bool]] = field(default_factory=list)  # ns, name, dry run
@@ -857,6 +860,11 @@ def _make_handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     code, message = api.state.bind_error
                     self._status(code, "Error", message)
                     return
+                if api.state.bind_budget is not None:
+                    if api.state.bind_budget <= 0:
+                        self._status(503, "ServiceUnavailable", "etcdserver: request timed out")
+                        return
+                    api.state.bind_budget -= 1
                 pod = api.state.objects["pods"].get(f"{namespace}/{name}")
                 if pod is None:
                     self._status(404, "NotFound", f'pods "{name}" not found')

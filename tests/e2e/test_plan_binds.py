@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.builders import gang_pods, node
+from extender.core.gangs.plan_record import PLAN_ANNOTATION as PLAN
+from extender.core.gangs.plan_record import decode
+from tests.builders import gang_pods, node, pod
+from tests.e2e.test_failover import bound, schedule
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
 
@@ -46,12 +49,16 @@ def first_filter(extender: Extender, member: dict[str, Any]) -> list[str]:
     return passed
 
 
+def a_gang_of_4_on_4_nodes(api: FakeApiServer) -> list[dict[str, Any]]:
+    for name in NODES:
+        api.put("nodes", node(name, gpu=8))
+    return [api.put("pods", p) for p in gang_pods("train", 4, gpu=8)]
+
+
 def test_the_filter_that_plans_a_gang_has_gangplank_bind_its_other_members_at_once(
     api: FakeApiServer,
 ) -> None:
-    for name in NODES:
-        api.put("nodes", node(name, gpu=8))
-    members = [api.put("pods", p) for p in gang_pods("train", 4, gpu=8)]
+    members = a_gang_of_4_on_4_nodes(api)
     with Extender(api, bind_planned=True) as extender:
         planned = first_filter(extender, members[0])
         others = ["train-1", "train-2", "train-3"]
@@ -100,3 +107,49 @@ def test_a_member_that_needs_kube_schedulers_bind_cycle_is_left_to_it(
         scheduler = KubeScheduler(api, extender)
         scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("train-")) == 2)
         assert len(set(scheduler.bound("train-").values())) == 2
+
+
+def test_the_plan_is_written_once_on_the_asking_member_before_any_member_binds(
+    api: FakeApiServer,
+) -> None:
+    """One write for the plan, not one a member: the asking member's record names every node."""
+    members = a_gang_of_4_on_4_nodes(api)
+    with Extender(api, bind_planned=True) as extender:
+        first_filter(extender, members[0])
+        assert wait_for(lambda: all(node_of(api, f"train-{i}") for i in (1, 2, 3)))
+        with api.cond:
+            records = [(name, body) for _, name, body in api.state.patches if PLAN in str(body)]
+        assert [name for name, _ in records] == ["train-0"], records
+        record = decode(records[0][1]["metadata"]["annotations"][PLAN])
+        assert record is not None and len(set(record.members.values())) == 4
+        for i in (1, 2, 3):
+            assert record.members[members[i]["metadata"]["uid"]] == node_of(api, f"train-{i}")
+
+
+def test_killed_mid_wave_the_gang_comes_back_whole_from_its_one_record(
+    api: FakeApiServer,
+) -> None:
+    """The API server fails after two Bindings of the wave; gangplank is killed; a new process
+    (kube-scheduler binding now) holds the other two members' nodes from the record, so a gang
+    that arrives first cannot take them, and the gang is completed whole where it was planned."""
+    members = a_gang_of_4_on_4_nodes(api)
+    api.state.bind_budget = 2
+    with Extender(api, bind_planned=True) as extender:
+        first_filter(extender, members[0])
+        assert wait_for(lambda: len(bound(api, "train-")) == 2)
+        time.sleep(0.3)  # the refused Bindings are answered
+    asking = api.object("pods", "default", "train-0")
+    assert asking is not None
+    planned = decode(asking["metadata"]["annotations"][PLAN])
+    assert planned is not None
+    api.state.bind_budget = None
+    for i in range(2):
+        api.put("pods", pod(f"intruder-{i}", gpu=8, priority=1000))  # plain pods, higher
+    with Extender(api) as new:
+        scheduler = KubeScheduler(api, new)
+        time.sleep(0.3)
+        schedule(scheduler, "intruder-0", "intruder-1")  # the worst order: the newcomers first
+        scheduler.settle(timeout=30, until=lambda: len(bound(api, "train-")) == 4)
+        assert bound(api, "intruder-") == {}, scheduler.reasons
+        by_uid = {m["metadata"]["uid"]: m["metadata"]["name"] for m in members}
+        assert bound(api, "train-") == {by_uid[u]: n for u, n in planned.members.items()}

@@ -8,6 +8,10 @@ tells plans of one gang apart) and, on one member, the victims that must leave f
 come back with the cache, so nothing else is listed or watched, and writing a member's record
 also nudges kube-scheduler to retry it.
 
+A plan whose members gangplank binds itself (`--bind-planned-members`) needs no record on each
+member to nudge them: it is recorded once, on one member, with every member's node (`members`),
+one write before the first Binding instead of one per member.
+
 After a start or on taking the Lease, `restore` turns the records back into plans, as a set:
 gangs with most members bound first, each plan kept only where its members still fit on their
 nodes once the plans restored before it are counted. A gang whose record no longer holds is left
@@ -44,13 +48,27 @@ class Record:
     node: str
     deadline: float
     victims: Mapping[str, str] = field(default_factory=dict)  # uid -> node
+    members: Mapping[str, str] = field(default_factory=dict)  # uid -> node: the whole plan's
 
 
-def encode(node: str, deadline: float, victims: Mapping[str, str] | None = None) -> str:
+def encode(
+    node: str,
+    deadline: float,
+    victims: Mapping[str, str] | None = None,
+    members: Mapping[str, str] | None = None,
+) -> str:
     body: dict[str, object] = {"node": node, "deadline": round(deadline, 3)}
     if victims:
         body["victims"] = dict(victims)
+    if members:
+        body["members"] = dict(members)
     return orjson.dumps(body).decode()
+
+
+def _names(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
 
 
 def decode(text: str | None) -> Record | None:
@@ -64,14 +82,13 @@ def decode(text: str | None) -> Record | None:
         return None
     if not isinstance(body, dict):
         return None
-    node, deadline, victims = body.get("node"), body.get("deadline"), body.get("victims", {})
+    node, deadline = body.get("node"), body.get("deadline")
+    victims, members = body.get("victims", {}), body.get("members", {})
     if not isinstance(node, str) or not node or not isinstance(deadline, int | float):
         return None
-    if not isinstance(victims, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in victims.items()
-    ):
+    if not _names(victims) or not _names(members):
         return None
-    return Record(node, float(deadline), victims)
+    return Record(node, float(deadline), victims, members)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +115,15 @@ def recorded(snapshot: Snapshot, jobs: Mapping[str, Iterable[PodInfo]]) -> list[
             continue
         latest = max(deadlines)
         active = tuple(p for p in pods if p.active)
+        to_bind = {p.uid for p in active if p.node_name is None}
         assignments: dict[str, str] = {}
         victims: dict[str, str] = {}
         for pod, record in records:
             if record is None or record.deadline != latest:
                 continue
             victims.update((u, n) for u, n in record.victims.items() if u in holding)
-            if pod.active and pod.node_name is None:
+            assignments.update((u, n) for u, n in record.members.items() if u in to_bind)
+            if pod.uid in to_bind:
                 assignments[pod.uid] = record.node
         if assignments:
             bound = sum(1 for p in active if p.node_name is not None)
@@ -169,9 +188,16 @@ def to_write(snapshot: Snapshot, plan: Plan) -> list[ToWrite]:
             for p in waiting
             if p.uid in plan.assignments
         }
+    computed = next(_computed)
+    whole = pods.get(plan.record_on)
+    own = plan.record_members.get(plan.record_on)
+    if whole is not None and own is not None:  # one record for the plan: gangplank binds it
+        value = encode(own, plan.deadline, None, plan.record_members)
+        if whole.annotations.get(PLAN_ANNOTATION) == value:
+            return []
+        return [ToWrite(whole.namespace, whole.name, whole.uid, value, plan.key, computed)]
     out = []
     keeper = min(plan.requests, default="")
-    computed = next(_computed)
     for uid, node in plan.assignments.items():
         pod = pods.get(uid)
         if pod is None:

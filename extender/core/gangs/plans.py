@@ -29,6 +29,10 @@ class Plan:
     victims: dict[str, str] = field(default_factory=dict)
     # Made by consolidation: the victims are moved (their new places are kept), not preempted.
     moved: bool = False
+    # Bound by gangplank itself (`--bind-planned-members`): the plan is recorded once, on member
+    # `record_on`, naming every member's node (`record_members`), not on each member.
+    record_on: str = ""
+    record_members: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def with_victims(

@@ -108,3 +108,38 @@ def test_a_consolidation_plans_record_names_no_victims_so_no_restart_moves_them_
         written = [decode(w.value) for w in engine.records_to_write(snap)]
         victims = [dict(r.victims) for r in written if r is not None and r.victims]
         assert victims == ([] if moved else [{"v": "n0"}])
+
+
+def test_a_plan_gangplank_binds_itself_is_recorded_once_naming_every_members_node() -> None:
+    """`--bind-planned-members`: one write for the plan, on the asking member, not one each."""
+    members = gang_pods("ring", 4, gpu=8)
+    c = Cluster(nodes=[node(f"n{i}", gpu=8) for i in range(4)], pods=members)
+    engine = Engine()
+    snap = c.snap()
+    pods = sorted(snap.groups["gangplank:default/ring"], key=lambda p: p.name)
+    kept = {p.uid: f"n{i}" for i, p in enumerate(pods)}
+    plan = Plan.with_victims("gangplank:default/ring", pods, kept, {}, NOW + 60)
+    plan.record_on, plan.record_members = pods[0].uid, dict(kept)
+    engine.reservations.install(plan)
+    [written] = engine.records_to_write(snap, uid=pods[2].uid)
+    record = decode(written.value)
+    assert written.name == "ring-0" and record is not None
+    assert (record.node, dict(record.members)) == ("n0", kept)
+    del plan.assignments[pods[1].uid]  # a member bound: the record to write is the same one
+    assert [w.value for w in engine.records_to_write(snap)] == [written.value]
+
+
+def test_a_plan_recorded_once_comes_back_for_every_member_still_to_bind() -> None:
+    """A kill mid-wave: two members bound, the record on the first names all four nodes."""
+    members = gang_pods("ring", 4, gpu=8)
+    kept = {m["metadata"]["uid"]: f"n{i}" for i, m in enumerate(members)}
+    members[0]["metadata"]["annotations"] = {PLAN_ANNOTATION: encode("n0", NOW + 30, None, kept)}
+    for i in (0, 1):
+        members[i]["spec"]["nodeName"] = f"n{i}"
+        members[i]["status"] = {"phase": "Running"}
+    c = Cluster(nodes=[node(f"n{i}", gpu=8) for i in range(4)], pods=members)
+    engine = Engine()
+    done = restore(c.snap(), engine.reservations, engine.placer.free_of, NOW)
+    plan = engine.reservations.get("gangplank:default/ring")
+    assert done.plans == 1 and plan is not None
+    assert plan.assignments == {members[i]["metadata"]["uid"]: f"n{i}" for i in (2, 3)}
