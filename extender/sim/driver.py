@@ -19,16 +19,17 @@ import math
 import time
 from typing import Any
 
+from extender.sim.elastic import ElasticPlay
 from extender.sim.faults import LIFECYCLE_RULES, FaultPlay
 from extender.sim.kube_scheduler import KubeSchedulerModel
 from extender.sim.moves import MovePlay
-from extender.sim.runs import Run
-from extender.sim.state import FLUSH_AFTER, FLUSH_EVERY, Options, WallClock
+from extender.sim.options import FLUSH_AFTER, FLUSH_EVERY, Options, WallClock
+from extender.sim.runs import Run, SimPod
 
 __all__ = ["Driver", "Options", "WallClock"]
 
 
-class Driver(KubeSchedulerModel, FaultPlay, MovePlay):
+class Driver(KubeSchedulerModel, FaultPlay, MovePlay, ElasticPlay):
     """Replays `jobs` on `nodes` through `extender` (`DriverState` takes them), until every job
     has ended, nothing moves, or `Options.until`."""
 
@@ -56,6 +57,7 @@ class Driver(KubeSchedulerModel, FaultPlay, MovePlay):
                     self.progress(self.now)
         finally:
             self._account(self.now)
+            self._elastic_settle()
             self.extender.stop()
             self.wall_seconds = time.perf_counter() - started
 
@@ -66,7 +68,9 @@ class Driver(KubeSchedulerModel, FaultPlay, MovePlay):
             return True
         if kind == "finish":
             run: Run = payload
-            if not run.gone:
+            # an elastic job's pace changed since this was pushed: it ends at its new time
+            stale = run.record.spec.elastic and run.ends_at != self.now
+            if not run.gone and not stale:
                 run.record.ended = self.now
                 run.record.outcome = run.ending
                 self._last_change = self.now
@@ -95,23 +99,24 @@ class Driver(KubeSchedulerModel, FaultPlay, MovePlay):
         raise ValueError(kind)
 
     def _tick(self) -> None:
-        if not self.pending and not self._incomplete and not self.watching:
+        if not (self.pending or self._incomplete or self.watching or self.samples_usage):
             return
         tick = self.extender.tick(self.now)
         for uid in tick.nudged:
             pod = self.pending.get(uid)
             if pod is not None and uid in self.parked:
                 self._activate(pod)
-        runs: dict[int, tuple[Run, str]] = {}
+        runs: dict[int, tuple[Run, str, list[SimPod]]] = {}
         for uid in tick.evicted:
             found = self.live.get(uid)
             if found is not None:
-                runs[id(found.run)] = (found.run, tick.rules.get(uid, ""))
-        for run, rule in runs.values():
+                entry = runs.setdefault(id(found.run), (found.run, tick.rules.get(uid, ""), []))
+                entry[2].append(found)
+        for run, rule, pods in runs.values():
             if rule in LIFECYCLE_RULES:
                 self._lifecycle_evict(run, rule)
             else:
                 self.evictions_by_extender += 1
-                self._evict(run, "reclaimed by gangplank")
+                self._take(run, pods, "reclaimed by gangplank")
         if runs:
             self._requeue_parked()

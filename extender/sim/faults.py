@@ -1,7 +1,7 @@
 """Jobs that waste what they hold, played out, and what a controller does with the jobs
 gangplank's lifecycle rules evict.
 
-Jobs with a fault (`workload.FAULTS`) waste what they hold as the kubelet and the job would
+Jobs with a fault (`workload_faults.FAULTS`) waste what they hold as the kubelet and the job would
 show it: a pod stuck not ready, restarts climbing, a member failed, GPUs idle (`Run.busiest`:
 what dcgm-exporter would report). Evictions by gangplank's lifecycle rules (`LIFECYCLE_RULES`)
 are what a controller does with them: a job evicted for not being ready, or a broken gang, is

@@ -49,6 +49,8 @@ class InProcess:
         self.watches_running = policy is not None and any(
             policy.lifecycle_of(q) is not None for q in (None, *policy.queues)
         )
+        # The engine samples queues' use into its usage history each pass (`fairness:`).
+        self.samples_usage = policy is not None and policy.fairness.on
         # GPU use goes to an engine that takes it (`kick_candidates(..., use=)`).
         self._bound: dict[str, tuple[SimPod, PodInfo, float]] = {}  # uid -> pod, info, window
 

@@ -214,10 +214,13 @@ class KubeSchedulerModel(DriverState):
                 n,
             ),
         )
+        by_run: dict[int, list[SimPod]] = {}
         for uid in kept[chosen]:
             found = by_uid.get(uid)
             if found is not None:
-                self._evict(found.run, f"preempted for {pod.run.record.spec.name}")
+                by_run.setdefault(id(found.run), []).append(found)
+        for pods in by_run.values():
+            self._take(pods[0].run, pods, f"preempted for {pod.run.record.spec.name}")
         self._requeue_parked()
         self._enqueue(pod)
         return True

@@ -56,7 +56,7 @@ class MovePlay(DriverState):
         """Move jobs so that `pod` fits, when a plan does (the caller enqueues it again)."""
         gpus = pod.requests.get(GPU, 0)
         record = pod.run.record
-        if not self.options.consolidate or gpus <= 0 or record.spec.members != 1:
+        if not self.options.consolidate or gpus <= 0 or record.spec.pods != 1:
             return False
         if pod.info.node_selector or self.now - self._tried.get(record.spec.name, -1e18) < (
             RETRY_SECONDS
@@ -82,7 +82,7 @@ class MovePlay(DriverState):
                 if (
                     run.started is not None
                     and not run.fault
-                    and run.record.spec.members == 1
+                    and run.record.spec.pods == 1
                     and 0 < held < whole
                     and not other.info.node_selector
                 ):

@@ -74,6 +74,11 @@ class Run:
     idle_since: float | None = None
     crashing: SimPod | None = None
     lost: SimPod | None = None
+    # An elastic job running (`elastic.py`): its workers bound, the work it has left
+    # (worker-seconds) and when that was counted.
+    workers: int = 0
+    work_left: float = 0.0
+    progress_at: float = 0.0
 
     def busiest(self, pod: SimPod, since: float) -> float | None:
         """`pod`'s highest GPU utilisation (%) from `since` on, as dcgm-exporter would report
@@ -108,6 +113,12 @@ class JobRecord:
     waited: dict[str, float] = field(default_factory=dict)
     cause: str = "scheduler"
     cause_since: float = 0.0
+    # An elastic job's workers over its runs (`elastic.py`): worker-seconds and seconds run with
+    # its minimum or more, the fewest and the most workers it ran with.
+    worker_seconds: float = 0.0
+    run_seconds: float = 0.0
+    fewest: int = 0
+    most: int = 0
 
     def note(self, cause: str, now: float) -> None:
         """From `now` on, until the next note, the job waits for `cause` ("": it started)."""

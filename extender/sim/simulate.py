@@ -26,12 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extender.core.queues.fairness import DEFAULT_WINDOW, Fairness
+from extender.core.queues.lifecycle import format_duration
 from extender.core.queues.policy import Policy
 from extender.core.queues.policy_parse import PolicyError
 from extender.policy.file import load_policy
+from extender.sim.arrivals import arrival_queues, replay_note, workload
 from extender.sim.baseline import Baseline
 from extender.sim.calls import Extender
-from extender.sim.cluster import ClusterError, load_cluster, node_gpus
+from extender.sim.cluster import ClusterError, load_cluster
 from extender.sim.driver import Driver, Options
 from extender.sim.inprocess import InProcess
 from extender.sim.progress import run_progress, runs_progress
@@ -39,16 +42,8 @@ from extender.sim.report.figures import figures
 from extender.sim.report.page import CHARTS_MISSING, write_html, write_json
 from extender.sim.report.tables import summary
 from extender.sim.report.verdicts import difference_table, verdicts
-from extender.sim.simulate_args import COMPARE_SEEDS, GENERATED_JOBS, Variant, parse_variant
-from extender.sim.workload import (
-    Faults,
-    JobSpec,
-    Mix,
-    fgd_arrivals,
-    from_trace,
-    generate,
-    with_faults,
-)
+from extender.sim.simulate_args import COMPARE_SEEDS, Variant, parse_variant
+from extender.sim.workload import JobSpec
 
 
 def without_lifecycle(policy: Policy) -> Policy:
@@ -59,47 +54,19 @@ def without_lifecycle(policy: Policy) -> Policy:
     )
 
 
-DEFAULT_QUEUES = ("team-a", "team-b", "team-c")  # the arrivals' queues when no policy names any
-
-
-def _leaves(policy: Policy) -> list[str]:
-    return [q for q in policy.queues if policy.is_leaf(q)]
-
-
-def arrival_queues(
-    args: argparse.Namespace, policy: Policy | None, compared: Sequence[Policy]
-) -> dict[str, float] | None:
-    """The queues the arrivals are spread over, with their shares: --queues; else the open leaf
-    queues of --policy; else of the policies compared, which must have the same leaf queues
-    (the same arrivals run on each). None when no policy names any. ValueError when a queue of
-    the arrivals is not a leaf queue of a policy they run on."""
-    if args.queues:
-        queues: dict[str, float] = args.queues
-    elif policy is not None:
-        queues = {q: 1.0 for q in _leaves(policy) if policy.queues[q].state == "open"}
-    elif compared:
-        first = compared[0]
-        for other in compared[1:]:
-            if set(_leaves(other)) != set(_leaves(first)):
-                raise ValueError(
-                    f"--compare: {first.source} has the leaf queues "
-                    f"{', '.join(sorted(_leaves(first)))} and {other.source} has "
-                    f"{', '.join(sorted(_leaves(other)))}: the same arrivals cannot run on both "
-                    "(compare policies of the same leaf queues)"
-                )
-        opened = [q for q in _leaves(first) if any(p.queues[q].state == "open" for p in compared)]
-        queues = dict.fromkeys(opened or _leaves(first), 1.0)
-    else:
-        return None
-    for each in [*([policy] if policy else []), *compared]:
-        for name in queues:
-            if name not in each.queues or not each.is_leaf(name):
-                flag = "--queues" if args.queues else "--compare"
-                raise ValueError(
-                    f"{flag}: {name} is not a leaf queue of {each.source} (its leaf queues: "
-                    f"{', '.join(_leaves(each))})"
-                )
-    return queues
+def with_half_life(policy: Policy, half_life: float) -> Policy:
+    """`policy` with `fairness: {halfLife: half_life}` (its window at least 7d; 0: no usage
+    history)."""
+    if not half_life:
+        return dataclasses.replace(
+            policy, fairness=Fairness(), source=f"{policy.source} (no usage history)"
+        )
+    fairness = Fairness(half_life, max(policy.fairness.window, DEFAULT_WINDOW, half_life))
+    return dataclasses.replace(
+        policy,
+        fairness=fairness,
+        source=f"{policy.source} (fairness: halfLife {format_duration(half_life)})",
+    )
 
 
 def _grow(nodes: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
@@ -113,19 +80,6 @@ def _grow(nodes: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
         extra["metadata"]["labels"]["kubernetes.io/hostname"] = name
         out.append(extra)
     return out
-
-
-def _trace(path: Path, queues: Sequence[str], limit: int, seed: int) -> list[JobSpec]:
-    """The trace's jobs; a file that cannot be one is refused naming --workload."""
-    try:
-        jobs = from_trace(path, queues, limit, seed)
-    except OSError as err:
-        raise ValueError(f"--workload {path}: {err.strerror or err}") from None
-    except ValueError as err:
-        raise ValueError(f"--workload {path}: {err}") from None
-    if not jobs:
-        raise ValueError(f"--workload {path}: no pods in it")
-    return jobs
 
 
 @dataclass(frozen=True)
@@ -145,6 +99,8 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
     policy = load_policy(variant.policy) if variant.policy else None
     if policy is not None and not variant.lifecycle:
         policy = without_lifecycle(policy)
+    if policy is not None and variant.half_life is not None:
+        policy = with_half_life(policy, variant.half_life)
     extender: Extender = Baseline() if variant.baseline else InProcess(policy)
     horizon = max((j.arrival for j in jobs), default=0.0)
     label = variant.label if args.seeds == 1 else f"{variant.label}, seed {task.seed}"
@@ -157,11 +113,13 @@ def run_variant(task: Task, args: argparse.Namespace, quiet: bool) -> dict[str, 
             kick_seconds=args.kick_seconds,
             seed=task.seed,
             cycle_seconds=args.cycle_ms / 1000,
-            # work a free cluster would have finished: the longest job, after the last arrival
-            drain_seconds=max((j.duration for j in jobs), default=0.0),
+            # work a free cluster would have finished: the longest job (an elastic one at its
+            # minimum), after the last arrival
+            drain_seconds=max((j.duration * j.pods / j.members for j in jobs), default=0.0),
             progress_every=36.0,  # the bar shows hundredths of an hour
             stuck_factor=args.stuck_factor,
             consolidate=variant.consolidate and not variant.baseline,
+            period_seconds=args.period or 0.0,
         ),
         progress=update,
     )
@@ -199,61 +157,19 @@ def run_all(tasks: Sequence[Task], args: argparse.Namespace) -> list[dict[str, A
     return out
 
 
-def workload(
-    args: argparse.Namespace,
-    queues: dict[str, float] | None,
-    nodes: list[dict[str, Any]],
-    seed: int,
-) -> list[JobSpec]:
-    """The jobs of one seed over `queues` (`arrival_queues`), a seeded share of them wasting
-    what they hold (`faults`)."""
-    if args.workload == "generated":
-        mix = Mix(
-            jobs=args.jobs or GENERATED_JOBS,
-            hours=args.hours,
-            load=args.load,
-            seed=seed,
-            queues=queues or dict.fromkeys(DEFAULT_QUEUES, 1.0),
-        )
-        jobs = generate(mix, node_gpus(nodes))
-    else:
-        jobs = _trace(Path(args.workload), list(queues or ()), args.jobs, seed)
-        if args.arrivals == "fgd":
-            jobs = fgd_arrivals(jobs, sum(node_gpus(nodes)), seed)
-    return with_faults(jobs, faults(args, seed))
+DAY = 86400.0
 
 
-def faults(args: argparse.Namespace, seed: int) -> Faults:
-    """The fault shares asked for (ValueError naming the flags when they add up to more
-    than 1)."""
-    try:
-        return Faults(
-            never_ready=args.never_ready,
-            crash=args.crash,
-            node_loss=args.node_loss,
-            idle=args.idle,
-            fixed_on_retry=args.fixed_on_retry,
-            seed=seed,
-        )
-    except ValueError:
-        raise ValueError(
-            "--never-ready, --crash, --node-loss and --idle add up to more than 1"
-        ) from None
-
-
-def replay_note(jobs: Sequence[JobSpec], nodes: list[dict[str, Any]]) -> str:
-    """What replaying a trace in its own time means on this cluster: how long it spans and how
-    much of the cluster its pods ask for over that span."""
-    span = max(j.arrival for j in jobs)
-    capacity = sum(node_gpus(nodes))
-    asked = sum(j.total_gpus * min(j.duration, span - j.arrival) for j in jobs)
-    load = asked / (capacity * span) if capacity and span else 0.0
-    return (
-        f"the trace in its own time: {len(jobs):,} pods arriving over {span / 3600:,.0f} hours, "
-        f"asking for {load:.1%} of this cluster's GPU-hours over that span (what the trace's "
-        "cluster ran, at its pace: little waits); --arrivals fgd loads the cluster as the FGD "
-        "paper does"
-    )
+def report_period(
+    args: argparse.Namespace, variants: Sequence[Variant], policies: Sequence[Policy]
+) -> float | None:
+    """The period of the report's figures over time (`--period`; else a day for arrivals over
+    two days or more, four hours under that), or None when they are not shown: a run of a day
+    or less, without usage history, --queue-start or elastic jobs."""
+    history = any(v.half_life for v in variants) or any(p.fairness.on for p in policies)
+    if args.period is None and not (args.hours > 24 or history or args.queue_start or args.elastic):
+        return None
+    return float(args.period or (DAY if args.hours >= 48 else DAY / 6))
 
 
 def main(args: argparse.Namespace) -> int:
@@ -279,10 +195,15 @@ def main(args: argparse.Namespace) -> int:
                 compared.setdefault(variant.policy, load_policy(variant.policy))
             elif not variant.policy and not variant.lifecycle:
                 raise ValueError(f"--compare {variant.label}: lifecycle=off needs a policy")
+            if not variant.policy and variant.half_life is not None:
+                raise ValueError(f"--compare {variant.label}: halfLife= needs a policy")
             cluster = variant.cluster
             if cluster != args.cluster and ":" not in cluster and not Path(cluster).exists():
                 raise ClusterError(f"--compare {variant.label}: {cluster}: no such file")
         queues = arrival_queues(args, policy, list(compared.values()))
+        args.period = report_period(
+            args, variants, [*([policy] if policy else []), *compared.values()]
+        )
         jobs = {seed: workload(args, queues, nodes, seed) for seed in seeds}
         # the policy whose fair shares a run without one (the baseline) is measured against
         reference = args.policy or next(iter(compared), None)

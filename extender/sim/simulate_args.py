@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass
 
 from extender.cli.args import above, non_negative_float, positive_float, positive_int
-from extender.sim.workload import FAULTS
+from extender.core.queues.lifecycle import parse_duration
+from extender.sim.workload import Shape
+from extender.sim.workload_faults import FAULTS
 
 # One scheduling cycle with an extender: the filter and prioritize round trips (gangplank's pair
 # is p50 2.3 ms over HTTP at 5,000 nodes, docs/benchmarks.md), kube-scheduler's own filters and
@@ -29,11 +31,13 @@ class Variant:
     baseline: bool = False
     lifecycle: bool = True  # False: the policy's `lifecycle:` rules left out
     consolidate: bool = False  # pods with no room make room by moving running jobs
+    half_life: float | None = None  # the policy's fairness: with this half-life (0: no history)
 
 
 def parse_variant(text: str, base: Variant) -> Variant:
     """`key=value,...` over the base run: label=, cluster=, policy= (none: no policy), nodes=+N,
-    lifecycle=off (the policy without its `lifecycle:` rules) or on, consolidate=on|off."""
+    lifecycle=off (the policy without its `lifecycle:` rules) or on, consolidate=on|off,
+    halfLife=DURATION (the policy's `fairness:` with that half-life; 0: no usage history)."""
     variant = copy.copy(base)
     variant.label = text
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -50,12 +54,62 @@ def parse_variant(text: str, base: Variant) -> Variant:
             variant.lifecycle = value == "on"
         elif key == "consolidate" and value in ("on", "off"):
             variant.consolidate = value == "on"
+        elif key == "halfLife" and _duration(value) is not None:
+            variant.half_life = _duration(value)
         else:
             raise ValueError(
                 f"--compare {text!r}: {part!r} is not label=, cluster=, policy=, nodes=+N, "
-                "lifecycle=on|off or consolidate=on|off"
+                "lifecycle=on|off, consolidate=on|off or halfLife=DURATION (24h; 0: none)"
             )
     return variant
+
+
+def _duration(text: str) -> float | None:
+    try:
+        return parse_duration(text)
+    except ValueError:
+        return None
+
+
+def duration(text: str) -> float:
+    """A duration argument: seconds, or Go-style with days (90s, 1h30m, 1d)."""
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def positive_duration(text: str) -> float:
+    seconds = duration(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration above 0 (e.g. 4h, 1d)")
+    return seconds
+
+
+def queue_starts(text: str) -> dict[str, float]:
+    """--queue-start: `queue=DURATION,...` (the time its arrivals begin)."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, when = (s.strip() for s in part.partition("="))
+        if not name or not sep:
+            raise argparse.ArgumentTypeError(f"{part!r}: write QUEUE=DURATION (e.g. team-b=1d)")
+        out[name] = duration(when)
+    return out
+
+
+def job_shapes(text: str) -> tuple[Shape, ...]:
+    """--shapes: `PODSxGPUS[:WEIGHT],...` (4x8:2: gangs of 4 pods of 8 GPUs, twice as often as
+    a shape of weight 1)."""
+    out = []
+    for part in text.split(","):
+        found = re.fullmatch(r"\s*(\d+)x(\d+)(?::([0-9.]+))?\s*", part)
+        if found is None or not int(found.group(1)):
+            raise argparse.ArgumentTypeError(
+                f"{part!r}: write PODSxGPUS[:WEIGHT] (e.g. 1x4:3,4x8:1), at least 1 pod"
+            )
+        weight = positive_float(found.group(3)) if found.group(3) else 1.0
+        out.append(Shape(int(found.group(1)), int(found.group(2)), weight))
+    return tuple(out)
 
 
 def cluster_spec(text: str) -> str:
@@ -115,7 +169,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "asked for exceed the cluster's, one a second, none leaving",
     )
     parser.add_argument(
-        "--hours", type=positive_float, default=24.0, help="hours the arrivals span"
+        "--hours",
+        type=positive_float,
+        default=24.0,
+        help="hours the arrivals span (days: 96 for four; see --period)",
+    )
+    parser.add_argument(
+        "--shapes",
+        type=job_shapes,
+        metavar="PODSxGPUS[:WEIGHT],...",
+        help="the generated jobs' shapes and how often each comes (default: 1 pod of 1 GPU up to "
+        "gangs of 16 x 8 GPUs, docs/simulate.md)",
+    )
+    parser.add_argument(
+        "--queue-start",
+        type=queue_starts,
+        default={},
+        metavar="QUEUE=DURATION,...",
+        help="those queues' arrivals begin then (team-b=1d): until then the queues begun take "
+        "every arrival (one queue running alone the first day)",
+    )
+    parser.add_argument(
+        "--elastic",
+        type=above(float, 0, inclusive=True, most=1),
+        default=0.0,
+        help="share of gangs (0-1, seeded) that are elastic: N pods become a job of N/2 up to N "
+        "workers, its run at N workers as before, longer with fewer (docs/elastic.md)",
+    )
+    parser.add_argument(
+        "--period",
+        type=positive_duration,
+        help="the report's period for each queue's share of GPU-time and elastic jobs' workers "
+        "over time (default 1d when the arrivals span 2 days or more, else 4h; shown for runs "
+        "over a day, with usage history, --queue-start or --elastic)",
     )
     parser.add_argument(
         "--load",
@@ -154,7 +240,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=("A", "B"),
         help="two variants of the run, each `key=value,...`: label=, cluster=, policy= (a file, "
         "or none), nodes=+N (N more nodes like the last), lifecycle=off (the policy without its "
-        "lifecycle: rules), consolidate=on|off; the baseline runs too",
+        "lifecycle: rules), consolidate=on|off, halfLife=DURATION (the policy's fairness: with "
+        "that half-life, 24h; 0: no usage history); the baseline runs too",
     )
     parser.add_argument(
         "--consolidate",

@@ -12,89 +12,30 @@ import heapq
 import itertools
 import math
 import random
-import time
-from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from extender.core.model.resources import GPU
 from extender.core.model.snapshot import NodeInfo
 from extender.kube.convert import node_from_api, pod_from_api
 from extender.sim.calls import Extender
 from extender.sim.fit import PODS, FitIndex
+from extender.sim.options import (
+    FLUSH_EVERY,
+    STAGGER,
+    Clock,
+    Options,
+    Sample,
+    SimulatedClock,
+)
+from extender.sim.periods import PeriodTotals
+from extender.sim.plays import Plays
 from extender.sim.runs import JobRecord, Run, SimPod
 from extender.sim.workload import JobSpec, pod_object
 
-STALL_SECONDS = 3600.0
-STAGGER = 0.2  # seconds between the creation stamps of one job's pods
-FLUSH_AFTER = 300.0  # kube-scheduler's podMaxInUnschedulablePodsDuration
-FLUSH_EVERY = 30.0
 
-
-class Clock(Protocol):
-    def wait_until(self, t: float) -> None: ...
-
-
-class SimulatedClock:
-    def wait_until(self, t: float) -> None:
-        pass
-
-
-class WallClock:
-    """Real time for the demo: the driver's time is seconds since `start`."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-
-    def now(self) -> float:
-        return time.monotonic() - self.start
-
-    def wait_until(self, t: float) -> None:
-        delay = t - self.now()
-        if delay > 0:
-            time.sleep(delay)
-
-
-@dataclass
-class Sample:
-    t: float
-    allocated: int  # GPUs held by bound pods
-    incomplete: int  # of those, held by gangs not all bound
-    stranded: int  # free GPUs on nodes with fewer free than the smallest waiting GPU pod asks
-    free: int
-    running: dict[str, int]  # GPUs of started jobs, by queue
-    waiting: dict[str, int]  # jobs waiting, by queue
-
-
-@dataclass
-class Options:
-    kick_seconds: float = 5.0  # gangplank's periodic pass (nudges, holds, reclaim), simulated
-    sample_seconds: float = 300.0
-    until: float | None = None  # stop here (default: when the last job ended or nothing moves)
-    seed: int = 1
-    stall_seconds: float = (
-        STALL_SECONDS  # after the last arrival, stop once nothing moved this long
-    )
-    # Simulated time one scheduling cycle takes: kube-scheduler places one pod at a time, so a
-    # backlog drains at 1/cycle_seconds pods a second. 0: cycles take no time (the live demo's
-    # cycles take real time already).
-    cycle_seconds: float = 0.0
-    # After the last arrival, stop this long after it at most (None: when the work is done or
-    # stalls). A run without gangs can deadlock for good while unrelated jobs trickle on.
-    drain_seconds: float | None = None
-    progress_every: float = 0.0  # simulated seconds between two calls of `progress`
-    # A stuck job (never ready, crash-looping) is deleted by its owner this many times its
-    # duration after it got stuck (see `workload.Faults`).
-    stuck_factor: float = 3.0
-    # Consolidation: a pod with no room makes room by moving running jobs (`moves.py`), at most
-    # this many jobs in any minute.
-    consolidate: bool = False
-    moves_per_minute: int = 10
-
-
-class DriverState(ABC):
+class DriverState(Plays):
     """The simulated cluster as the driver keeps it (see the module's docstring)."""
 
     def __init__(
@@ -150,6 +91,8 @@ class DriverState(ABC):
         self.watching = any(r.spec.fault for r in self.records) or bool(
             getattr(extender, "watches_running", False)
         )
+        # The extender keeps a usage history (the policy's `fairness:`): asked every pass too.
+        self.samples_usage = bool(getattr(extender, "samples_usage", False))
         self.waste_seconds: dict[str, float] = {}  # kind (`Run.wasting`) -> GPU-seconds held
         # What lifecycle evictions freed: (rule, GPUs, from, until when the job would have held
         # them); `freed_seconds` counts it up to the end of the run
@@ -163,6 +106,11 @@ class DriverState(ABC):
         self._incomplete = 0
         self._running: Counter[str] = Counter()
         self._accounted_to = 0.0
+        # Elastic jobs running (`elastic.py`): how many, their workers bound and their maximum
+        self._elastic_jobs = self._elastic_workers = self._elastic_most = 0
+        self.extras_started = self.extras_taken = 0
+        seconds = self.options.period_seconds
+        self.periods = PeriodTotals(seconds) if seconds > 0 else None
         self._last_change = 0.0  # when a pod was last bound or a job last ended
         self.reasons: dict[str, str] = {}  # job -> last reason it waited for
         # GPU allocation (a share) when a pod first found no room (the FGD paper's figure)
@@ -216,11 +164,11 @@ class DriverState(ABC):
         named = JobSpec(**{**spec.__dict__, "name": record.alias})
         if spec.fault and record.faulty_starts < spec.faulty_runs:
             run.fault = spec.fault
-        for i in range(spec.members):
+        for i in range(spec.pods):
             # a controller creates pods one after another: members of jobs arriving together
             # interleave in kube-scheduler's queue (its order is priority, then creation time)
             raw = pod_object(named, i, f"uid-{next(self._uids):08d}", self.now + i * STAGGER)
-            if suffix and spec.members > 1:
+            if suffix and spec.pods > 1:
                 raw["metadata"]["labels"]["gangplank.io/gang"] = named.name
             pod = SimPod(raw, pod_from_api(raw), run)
             if run.fault == "never-ready" and i == spec.members - 1:
@@ -242,6 +190,8 @@ class DriverState(ABC):
         gpus = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
         if run.started is not None:
             self._running[run.record.spec.queue] -= gpus
+            if run.record.spec.elastic:
+                self._elastic_gone(run)
         elif gpus:
             self._incomplete -= gpus
         for pod in run.pods:
@@ -257,7 +207,7 @@ class DriverState(ABC):
             return
         record = run.record
         if run.started is not None:
-            gpus = sum(p.requests.get(GPU, 0) for p in run.pods)
+            gpus = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
             record.gpu_seconds_lost += gpus * (self.now - run.started)
         record.preempted += 1
         self.preemptions += 1
@@ -293,21 +243,27 @@ class DriverState(ABC):
         run.bound += 1
         gpus = pod.requests.get(GPU, 0)
         self._allocated += gpus
-        if run.bound < len(run.pods):
+        if run.started is not None:  # an extra worker of an elastic job running
+            self._extra_bound(run, pod)
+            return
+        if run.bound < run.record.spec.members:
             self._incomplete += gpus
             if run.bound_since is None:
                 run.bound_since = self.now
             run.record.note("gang", self.now)
             return
-        self._incomplete -= sum(p.requests.get(GPU, 0) for p in run.pods) - gpus
+        held = sum(p.requests.get(GPU, 0) for p in run.pods if p.node is not None)
+        self._incomplete -= held - gpus
         run.started = self.now
         record = run.record
         record.note("", self.now)
         if record.started is None:
             record.started = self.now
-        self._running[record.spec.queue] += sum(p.requests.get(GPU, 0) for p in run.pods)
+        self._running[record.spec.queue] += held
         if run.fault:
             self._faulty_start(run)
+        elif record.spec.elastic:
+            self._elastic_start(run)
         else:
             run.ends_at = self.now + record.spec.duration
             self._push(run.ends_at, "finish", run)
@@ -335,7 +291,17 @@ class DriverState(ABC):
                 self.waste_seconds[kind] = self.waste_seconds.get(kind, 0.0) + gpus * span
             for queue, gpus in self._running.items():
                 self.queue_gpu_seconds[queue] = self.queue_gpu_seconds.get(queue, 0.0) + gpus * span
+            if self.periods is not None:
+                self._by_period(self.periods, self._accounted_to, t)
             self._accounted_to = t
+
+    def _by_period(self, periods: PeriodTotals, start: float, end: float) -> None:
+        add = periods.add
+        for queue, gpus in self._running.items():
+            add(f"queue:{queue}", start, end, gpus)
+        add("elastic jobs", start, end, self._elastic_jobs)
+        add("elastic workers", start, end, self._elastic_workers)
+        add("elastic most", start, end, self._elastic_most)
 
     def _sample(self) -> None:
         self._account(self.now)
@@ -351,7 +317,8 @@ class DriverState(ABC):
         )
         waiting: Counter[str] = Counter()
         for run in {id(p.run): p.run for p in self.pending.values()}.values():
-            waiting[run.record.spec.queue] += 1
+            if run.started is None:  # not an elastic job's extras
+                waiting[run.record.spec.queue] += 1
         self.samples.append(
             Sample(
                 self.now,
@@ -375,15 +342,3 @@ class DriverState(ABC):
         if kind:
             self._wasting[kind] += gpus
         run.wasting = kind
-
-    @abstractmethod
-    def _held_node(self, pod: SimPod) -> list[str] | None:
-        """The node a move holds for `pod`, its hold released (`moves.MovePlay`)."""
-
-    @abstractmethod
-    def _consolidate(self, pod: SimPod) -> bool:
-        """Whether moving running jobs made room for `pod` (`moves.MovePlay`)."""
-
-    @abstractmethod
-    def _faulty_start(self, run: Run) -> None:
-        """A run showing its fault started (every member bound): `faults.FaultPlay` plays it out."""

@@ -3,10 +3,11 @@
 
 A job is one pod or a gang of identical pods; it arrives at a time, waits, runs its duration
 once every member is bound, and leaves. Pods are API server JSON, labelled the way users label
-them for gangplank (`gangplank.io/queue`, `gangplank.io/gang` + `gangplank.io/gang-size`).
+them for gangplank (`gangplank.io/queue`, `gangplank.io/gang` + `gangplank.io/gang-size`, and
+`gangplank.io/gang-max` for an elastic job: `elastic.py`). Arrivals may span days, and a queue's
+may begin later than the others' (`Mix.starts`).
 
-A share of jobs may waste what they hold (`Faults`, `with_faults`; none by default): never become
-ready, crash-loop, lose a node mid-run, or leave their GPUs idle. The driver plays each fault out.
+A share of jobs may waste what they hold (`workload_faults.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from extender.core.model.resources import GPU
 QUEUE_LABEL = "gangplank.io/queue"
 GANG_LABEL = "gangplank.io/gang"
 GANG_SIZE = "gangplank.io/gang-size"
+GANG_MAX = "gangplank.io/gang-max"
 DEFAULT_PODS = "alibaba-gpu-v2023/openb_pod_list_default.csv"
 TRACE_COLUMNS = ("creation_time", "num_gpu", "cpu_milli", "memory_mib")  # a pod CSV has these
 
@@ -42,16 +44,28 @@ class JobSpec:
     arrival: float  # seconds from the start
     priority: int = 0
     namespace: str = "default"
-    # How the job wastes what it holds (`FAULTS`; "": it does not), and when or how: see `Faults`.
+    # How the job wastes what it holds ("": it does not), and when or how: `workload_faults.Faults`.
     fault: str = ""
     fault_at: float = 0.0  # crash, node-loss: share of its duration run before; idle: busy share
     symptom: str = ""  # never-ready: the stuck pod's waiting reason ("": Running, not Ready)
     faulty_runs: int = 0  # runs (attempts) that show the fault; the ones after are fixed
     controller: str = ""  # kind of the controller owning its pods ("": bare pods)
+    # Elastic (`elastic.py`): `members` is its minimum and it runs up to this many pods (0: not
+    # elastic); `duration` is then its run at the maximum, longer with fewer workers.
+    max_members: int = 0
+
+    @property
+    def pods(self) -> int:
+        """The pods it has: its maximum when elastic, else its members."""
+        return max(self.members, self.max_members)
+
+    @property
+    def elastic(self) -> bool:
+        return self.max_members > self.members
 
     @property
     def total_gpus(self) -> int:
-        return self.gpus * self.members
+        return self.gpus * self.pods
 
 
 @dataclass(frozen=True)
@@ -81,7 +95,8 @@ DEFAULT_SHAPES = (
 @dataclass(frozen=True)
 class Mix:
     """A generated workload: `jobs` arrivals (Poisson) over `hours`, durations lognormal with
-    their median scaled so that the GPU-hours asked for are `load` x the cluster's."""
+    their median scaled so that the GPU-hours asked for are `load` x the cluster's. `starts`:
+    seconds before which a queue has no arrivals (the queues begun take them all meanwhile)."""
 
     jobs: int = 400
     hours: float = 24.0
@@ -92,6 +107,7 @@ class Mix:
     shapes: Sequence[Shape] = DEFAULT_SHAPES
     sigma: float = 1.0  # spread of the lognormal durations
     min_duration: float = 60.0
+    starts: Mapping[str, float] = field(default_factory=dict)  # by queue
 
 
 def pressure(picked: Sequence[Shape], node_gpus: Sequence[int]) -> float:
@@ -109,6 +125,14 @@ def pressure(picked: Sequence[Shape], node_gpus: Sequence[int]) -> float:
     return worst
 
 
+def _begun(mix: Mix, queues: list[str], when: float) -> tuple[list[str], list[float]]:
+    """The queues taking arrivals at `when` (those begun; before any has, the first to begin),
+    with their shares."""
+    first = min((mix.starts.get(q, 0.0) for q in queues), default=0.0)
+    begun = [q for q in queues if mix.starts.get(q, 0.0) <= max(when, first)]
+    return begun, [mix.queues[q] for q in begun]
+
+
 def generate(mix: Mix, node_gpus: Sequence[int]) -> list[JobSpec]:
     """`node_gpus`: the GPUs of each node. Durations are sized so that the GPU-hours asked are
     `mix.load` of what the cluster can run of them (`pressure`): on a cluster of small and large
@@ -118,7 +142,6 @@ def generate(mix: Mix, node_gpus: Sequence[int]) -> list[JobSpec]:
     shapes = list(mix.shapes)
     weights = [s.weight for s in shapes]
     queues = list(mix.queues)
-    queue_weights = [mix.queues[q] for q in queues]
     picked = [rng.choices(shapes, weights)[0] for _ in range(mix.jobs)]
     times = sorted(rng.uniform(0, horizon) for _ in range(mix.jobs))
     # median duration so that the tightest class's GPU-hours asked = load x its GPUs x horizon
@@ -126,7 +149,7 @@ def generate(mix: Mix, node_gpus: Sequence[int]) -> list[JobSpec]:
     median = mix.load * horizon / ((pressure(picked, node_gpus) or 1.0) * mean_factor)
     jobs = []
     for i, (shape, when) in enumerate(zip(picked, times, strict=True)):
-        queue = rng.choices(queues, queue_weights)[0] if queues else ""
+        queue = rng.choices(*_begun(mix, queues, when))[0] if queues else ""
         duration = max(
             mix.min_duration, min(rng.lognormvariate(math.log(median), mix.sigma), horizon)
         )
@@ -196,98 +219,6 @@ def from_trace(
     return jobs
 
 
-# ---- jobs that waste what they hold ---------------------------------------------------------
-FAULTS = {  # what the jobs with each fault do
-    "never-ready": "never become ready once bound: one pod stuck in ImagePullBackOff, or Running "
-    "and never Ready; they hold their GPUs until their owner deletes them",
-    "crash": "crash-loop part-way through their run: one pod restarts again and again (kubelet's "
-    "back-off, 10 s doubling to 5 min); they hold their GPUs until their owner deletes them",
-    "node-loss": "lose a node mid-run: one member fails, the others hang on their collective "
-    "(their GPUs look busy) until the job's duration ends",
-    "idle": "leave their GPUs idle (near zero use) after a short busy start, until their "
-    "duration ends",
-}
-CONTROLLER = "PyTorchJob"  # what owns the pods of a workload with faults: it recreates them
-
-
-@dataclass(frozen=True)
-class Faults:
-    """Shares of jobs that waste what they hold (0: none; their sum at most 1; `FAULTS` says
-    what each does). `node_loss` is a share of gangs (a pod alone that loses its node is simply
-    recreated). A never-ready or crash-looping job sent back by gangplank is fixed on each new
-    attempt with probability `fixed_on_retry` (an image typo corrected)."""
-
-    never_ready: float = 0.0
-    crash: float = 0.0
-    node_loss: float = 0.0
-    idle: float = 0.0
-    fixed_on_retry: float = 0.5
-    seed: int = 1
-
-    def __post_init__(self) -> None:
-        shares = (self.never_ready, self.crash, self.node_loss, self.idle, self.fixed_on_retry)
-        if any(not 0.0 <= s <= 1.0 for s in shares):
-            raise ValueError("fault shares and fixed_on_retry are between 0 and 1")
-        if self.never_ready + self.crash + self.idle + self.node_loss > 1.0 + 1e-9:
-            raise ValueError("the fault shares add up to more than 1")
-
-    @property
-    def any(self) -> bool:
-        return bool(self.never_ready or self.crash or self.node_loss or self.idle)
-
-
-MAX_FAULTY_RUNS = 30  # a job that fails this many attempts in a row is not tried again
-
-
-def with_faults(jobs: Sequence[JobSpec], faults: Faults) -> list[JobSpec]:
-    """`jobs`, a seeded share of them wasting what they hold, and their pods owned by a
-    controller that recreates them. Each job draws from its own seeded generator (its name and
-    `faults.seed`): a job's fault does not depend on the others'. Without faults, `jobs` as
-    they are."""
-    if not faults.any:
-        return list(jobs)
-    out = []
-    for job in jobs:
-        rng = random.Random(f"faults:{faults.seed}:{job.name}")
-        draw, at, kind = rng.random(), rng.random(), rng.random()
-        bands = [
-            ("never-ready", faults.never_ready),
-            ("crash", faults.crash),
-            ("idle", faults.idle),
-            ("node-loss", faults.node_loss if job.members > 1 else 0.0),
-        ]
-        fault, edge = "", 0.0
-        for name, share in bands:
-            edge += share
-            if draw < edge:
-                fault = name
-                break
-        runs, symptom, fault_at = 0, "", 0.0
-        if fault in ("never-ready", "crash"):
-            runs = 1  # then each new attempt is fixed with probability fixed_on_retry
-            while runs < MAX_FAULTY_RUNS and rng.random() >= faults.fixed_on_retry:
-                runs += 1
-            if fault == "never-ready":
-                symptom = "ImagePullBackOff" if kind < 0.5 else ""
-            else:
-                fault_at = round(0.5 * at, 3)  # from its start to half-way
-        elif fault == "node-loss":
-            runs, fault_at = 1, round(0.1 + 0.8 * at, 3)
-        elif fault == "idle":
-            runs, fault_at = 1, round(0.2 * at, 3)
-        out.append(
-            dataclasses.replace(
-                job,
-                fault=fault,
-                fault_at=fault_at,
-                symptom=symptom,
-                faulty_runs=runs,
-                controller=CONTROLLER,
-            )
-        )
-    return out
-
-
 T = TypeVar("T")
 
 
@@ -332,14 +263,16 @@ def stamp(seconds: float) -> str:
 def pod_object(
     job: JobSpec, index: int, uid: str, created: float, scheduler: str = "gangplank"
 ) -> dict[str, Any]:
-    name = job.name if job.members == 1 else f"{job.name}-{index}"
+    name = job.name if job.pods == 1 else f"{job.name}-{index}"
     labels: dict[str, str] = {"job-name": job.name}
     annotations: dict[str, str] = {}
     if job.queue:
         labels[QUEUE_LABEL] = job.queue
-    if job.members > 1:
+    if job.pods > 1:
         labels[GANG_LABEL] = job.name
         annotations[GANG_SIZE] = str(job.members)
+    if job.elastic:
+        annotations[GANG_MAX] = str(job.max_members)
     requests: dict[str, str] = {"cpu": f"{job.cpu_milli}m", "memory": f"{job.memory_mib}Mi"}
     if job.gpus:
         requests[GPU] = str(job.gpus)

@@ -31,7 +31,8 @@ from extender.sim.report.tables import summary
 from extender.sim.runs import SimPod
 from extender.sim.simulate import without_lifecycle
 from extender.sim.simulate_args import Variant, parse_variant
-from extender.sim.workload import CONTROLLER, Faults, JobSpec, Mix, generate, with_faults
+from extender.sim.workload import JobSpec, Mix, generate
+from extender.sim.workload_faults import CONTROLLER, Faults, with_faults
 from tests.builders import policy_doc, queue
 
 ROOT = Path(__file__).resolve().parents[2]

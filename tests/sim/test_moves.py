@@ -17,7 +17,8 @@ from extender.sim.inprocess import InProcess
 from extender.sim.report.figures import figures
 from extender.sim.report.rows import summary_rows
 from extender.sim.simulate_args import Variant, parse_variant
-from extender.sim.workload import CONTROLLER, JobSpec
+from extender.sim.workload import JobSpec
+from extender.sim.workload_faults import CONTROLLER
 from loadtest import simulate_bench
 from tests.sim.console import gangplank
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extender.sim.report.cells import by_variant, cause_hours, spread
+from extender.sim.report.charts_over_time import over_time_charts
 from extender.sim.report.figures import HOUR, Run
 from extender.sim.report.rows import VARIANT_BARS
 from extender.sim.runs import WAIT_CAUSES
@@ -218,7 +219,8 @@ def plots(runs: Sequence[Run]) -> list[tuple[str, str]]:
     import matplotlib.pyplot as plt
 
     out = []
-    for heading, figure in charts(runs):
+    drawn = charts(runs) + over_time_charts(runs, colours(by_variant(runs)))
+    for heading, figure in drawn:
         out.append((heading, _png(figure)))
         plt.close(figure)
     return out

@@ -12,8 +12,9 @@ from typing import Any
 from extender.core.queues.fair_order import fair_shares
 from extender.core.queues.policy import Policy
 from extender.sim.driver import Driver
+from extender.sim.report.over_time import over_time_figures
 from extender.sim.runs import WAIT_CAUSES, JobRecord
-from extender.sim.workload import FAULTS
+from extender.sim.workload_faults import FAULTS
 
 HOUR = 3600.0
 
@@ -44,7 +45,7 @@ def _job_figures(records: Sequence[JobRecord], end: float) -> dict[str, Any]:
     arrived by `end`)."""
     waits = [(r.started if r.started is not None else end) - r.spec.arrival for r in records]
     gangs = [
-        r.started - r.spec.arrival for r in records if r.spec.members > 1 and r.started is not None
+        r.started - r.spec.arrival for r in records if r.spec.pods > 1 and r.started is not None
     ]
     causes: Counter[str] = Counter()
     for record in records:
@@ -142,6 +143,7 @@ def figures(
             },
         },
     }
+    out.update(over_time_figures(driver, queues))  # elastic jobs, figures by period
     if driver.watching:  # jobs with faults, or lifecycle rules: what was wasted and freed
         out.update(waste_figures(driver, arrived))
     if moves:

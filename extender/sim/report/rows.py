@@ -44,6 +44,15 @@ MOVE_ROWS = (
     ("wait_8gpu_p95_h", "8-GPU job wait p95 (h)"),
 )
 
+# Shown when the workload has elastic jobs (`over_time.elastic_figures`).
+ELASTIC_ROWS = (
+    ("elastic_jobs", "elastic jobs"),
+    ("elastic_workers_of_max", "elastic jobs' workers in use / their max (time-weighted)"),
+    ("extras_started", "extra workers started"),
+    ("extras_taken", "extra workers taken back"),
+    ("elastic_stretch_p50", "elastic run time / its run at the max, p50"),
+)
+
 VARIANT_BARS = (
     ("preemptions", "jobs preempted"),
     ("never_started", "jobs not started by the end"),
@@ -63,6 +72,8 @@ def summary_rows(runs: Sequence[Run]) -> list[tuple[str, str]]:
         rows += WASTE_ROWS
     if any("jobs_moved" in r for r in runs):
         rows += MOVE_ROWS
+    if any("elastic_jobs" in r for r in runs):
+        rows += ELASTIC_ROWS
     return rows
 
 

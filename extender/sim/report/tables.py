@@ -17,10 +17,11 @@ from extender.sim.report.cells import (
     table,
 )
 from extender.sim.report.figures import Run
+from extender.sim.report.over_time_tables import elastic_table, share_table
 from extender.sim.report.rows import QUEUE_ROWS, summary_rows
 from extender.sim.report.verdicts import nothing_started, nothing_started_line
 from extender.sim.runs import WAIT_CAUSES
-from extender.sim.workload import FAULTS
+from extender.sim.workload_faults import FAULTS
 
 
 def describe(group: Sequence[Run]) -> str:
@@ -87,6 +88,7 @@ def summary(runs: Sequence[Run]) -> str:
     queues = sorted({q for g in groups for r in g for q in r["queues"]})
     if len(queues) > 1 or queues != ["(none)"]:
         out.append(queue_table(groups, queues))
+    out += [t for t in (share_table(groups, queues), elastic_table(groups)) if t]
     out.append(wait_causes(groups, queues))
     return "\n\n".join(out)
 
