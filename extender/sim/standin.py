@@ -12,7 +12,8 @@ Modelled on what was observed of the real one (tests/data/kube-scheduler/NOTES.m
 - preemption (PostFilter) after a failed cycle: on the nodes its own filters rejected and those the
   extender failed as resolvable (never `FailedAndUnresolvableNodes`), the lower-priority pods whose
   removal makes room are candidates; the extender's preempt verb narrows them; the victims on the
-  first node kept are deleted and the pod waits for the deletion event.
+  first node kept are deleted and the pod waits for the deletion event, nominated to that node:
+  until it binds, pods of lower or equal priority are filtered as if it ran there.
 (`kube_scheduler.py` is the simulator's model of the same, in simulated time.)
 """
 
@@ -53,6 +54,8 @@ class KubeScheduler:
         self.reasons: dict[str, str] = {}
         self.cycles = 0
         self.preemptions: list[tuple[str, str, list[str]]] = []  # pod, node, victims
+        # pods that preempted: key -> (nominated node, priority, requests), until they bind
+        self.nominated: dict[str, tuple[str, int, dict[str, int]]] = {}
 
     # ---- events ----------------------------------
     def _observe(self) -> bool:
@@ -89,10 +92,19 @@ class KubeScheduler:
             nodes = list(self.api.state.objects["nodes"].values())
             pods = list(self.api.state.objects["pods"].values())
         used: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        waiting = set()
         for other in pods:
             node_name = other["spec"].get("nodeName")
             if node_name and other["status"].get("phase") not in ("Succeeded", "Failed"):
                 used[node_name].update(pod_requests(other["spec"]))
+            elif not node_name:
+                waiting.add(_key(other))
+        # A pod that preempted holds its nominated node against pods of lower or equal
+        # priority until it binds (kube-scheduler's filters run with the nominated pods added).
+        priority = pod["spec"].get("priority") or 0
+        for key, (node_name, at, requests) in self.nominated.items():
+            if key != _key(pod) and key in waiting and at >= priority:
+                used[node_name].update(requests)
         want = pod_requests(pod["spec"])
         selector = pod["spec"].get("nodeSelector") or {}
         feasible = []
@@ -167,6 +179,7 @@ class KubeScheduler:
                         "pods", victim["metadata"]["namespace"], victim["metadata"]["name"]
                     )
         self.preemptions.append((_key(pod), node_name, sorted(uids)))
+        self.nominated[_key(pod)] = (node_name, priority, want)
 
     def _park(self, key: str, reason: str, pod: dict[str, Any]) -> None:
         self.parked[key] = reason

@@ -3,19 +3,25 @@
 kube-scheduler proposes victims for a pod its filters found no node for. A planned job keeps only
 its planned victims on its planned node (not those their workload, made smaller, removes itself:
 kube-scheduler's deletion would count as a failure of theirs); any other pod keeps only victims
-the rules allow — never a gang member (a gang goes whole, by gangplank's own plan) — and only
-nodes where what is kept makes room and no PodDisruptionBudget is broken.
+the rules allow — never a gang member (a gang goes whole, by gangplank's own plan), except an
+elastic gang's extras, at most as many as it runs beyond its minimum (they go first, and the
+gang keeps running), unless its workload takes extras back by being made smaller (an elastic
+Indexed Job or PyTorchJob: kube-scheduler's deletion would count as a failure) — and only nodes
+where what is kept makes room and no PodDisruptionBudget is broken.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 
+from extender.core.gangs.gang import resolve_gang
 from extender.core.gangs.plans import Plan
 from extender.core.model.answers import Victims
 from extender.core.model.keys import is_single, job_key
 from extender.core.model.snapshot import PodInfo, Snapshot
 from extender.core.placement.fit import fits
+from extender.core.preemption.shrinks import shrinkable
 from extender.core.preemption.victim_candidates import RunningJob, priority_candidates
 from extender.core.queues.policy import PreemptionRules
 
@@ -52,6 +58,7 @@ def narrow(
         return {}  # a gang member without a plan: its gang cannot be made room for
     queue = queue_of(pod)
     out: dict[str, Victims] = {}
+    spare = _SpareExtras(snapshot)
     for node_name, proposed in candidates.items():
         info = snapshot.nodes.get(node_name)
         if info is None or not proposed.uids or proposed.pdb_violations:
@@ -59,12 +66,18 @@ def narrow(
         by_uid = {p.uid: p for p in info.pods}
         kept = []
         room = {k: info.allocatable.get(k, 0) - info.requested.get(k, 0) for k in pod.requests}
+        taken: Counter[str] = Counter()  # extras kept, per gang
         for uid in proposed.uids:
             victim = by_uid.get(uid)
             if victim is None or not _alone_may_go(
                 victim, pod, queue, queue_of, rules_of, now, first
             ):
                 continue
+            key = job_key(victim)
+            if not is_single(key):
+                if taken[key] >= spare.of(key):
+                    continue
+                taken[key] += 1
             kept.append(uid)
             for name in room:
                 room[name] += victim.requests.get(name, 0)
@@ -82,8 +95,6 @@ def _alone_may_go(
     now: float,
     first: Collection[str],
 ) -> bool:
-    if not is_single(job_key(victim)):
-        return False  # a gang member: the gang goes whole, by gangplank's own plan
     job = RunningJob(
         job_key(victim),
         queue_of(victim),
@@ -93,3 +104,20 @@ def _alone_may_go(
         {},
     )
     return bool(priority_candidates([job], queue, pod.priority, rules_of, now, first))
+
+
+class _SpareExtras:
+    """How many of each gang's members kube-scheduler may delete for a pod alone: its extras
+    (none for a gang that is not elastic, or whose workload takes extras back itself)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        self._known: dict[str, int] = {}
+
+    def of(self, key: str) -> int:
+        count = self._known.get(key)
+        if count is None:
+            gang = resolve_gang(self._snapshot, key)
+            elastic = gang.elastic and not shrinkable(self._snapshot, gang)
+            count = self._known[key] = len(gang.extras) if elastic else 0
+        return count

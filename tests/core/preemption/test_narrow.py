@@ -1,7 +1,7 @@
 """kube-scheduler's preemption narrowed (`core/preemption/narrow.py`): a planned pod keeps only its
 planned victims on its planned node; a gang member with no plan keeps none; a pod alone keeps
-only victims the rules allow (never a gang member), on nodes where they make room and no
-PodDisruptionBudget breaks."""
+only victims the rules allow (never a gang member, but an elastic gang's extras), on nodes where
+they make room and no PodDisruptionBudget breaks."""
 
 from __future__ import annotations
 
@@ -29,6 +29,17 @@ def no_queue(pod: PodInfo) -> str | None:
 
 def running(name: str, on: str, gpu: int = 8, priority: int = 0) -> dict[str, Any]:
     return pod(name, node=on, gpu=gpu, priority=priority, phase="Running")
+
+
+def elastic_member(name: str, on: str) -> dict[str, Any]:
+    """A running 4-GPU member of elastic gang e (minimum 2, maximum 4)."""
+    member = running(name, on, gpu=4)
+    member["metadata"]["labels"] = {"gangplank.io/gang": "e"}
+    member["metadata"]["annotations"] = {
+        "gangplank.io/gang-size": "2",
+        "gangplank.io/gang-max": "4",
+    }
+    return member
 
 
 def uid(raw: dict[str, Any]) -> str:
@@ -96,3 +107,16 @@ def test_a_pod_alone_never_takes_a_gang_member_or_breaks_a_budget() -> None:
     }
     assert narrowed(snapshot, urgent, candidates) == {}
     assert narrowed(snapshot, urgent, {"n1": Victims((uid(low),))}) == {"n1": Victims((uid(low),))}
+
+
+def test_a_pod_alone_may_take_an_elastic_gangs_extras_but_never_its_minimum() -> None:
+    """Gang e runs 3 (minimum 2, maximum 4) of 4-GPU members, two on n0: kube-scheduler proposes
+    both for an 8-GPU pod; one is an extra, so only one may go, which is not room enough there."""
+    members = [elastic_member(f"e-{i}", on) for i, on in enumerate(["n0", "n0", "n1"])]
+    other = running("other", "n1", gpu=4)
+    urgent = pod("urgent", gpu=4, priority=100)
+    snapshot = Cluster(nodes=[node("n0"), node("n1")], pods=[*members, other, urgent]).snap()
+    both = {"n0": Victims((uid(members[0]), uid(members[1])))}
+    assert narrowed(snapshot, urgent, both) == {"n0": Victims((uid(members[0]),))}, "one extra"
+    whole = pod("whole", gpu=8, priority=100)
+    assert narrowed(snapshot, whole, both) == {}, "two would break the minimum"
