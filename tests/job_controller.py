@@ -399,11 +399,12 @@ class JobController(threading.Thread):
             wanted = len(active) if status["succeeded"] > 0 else parallelism
         else:
             wanted = max(0, min(parallelism, completions - status["succeeded"]))
-        if len(active) > wanted:  # scaled down: the extra pods go, uncounted
-            for pod in active[wanted:]:
+        if len(active) > wanted:  # scaled down: pods go in the ActivePods order, uncounted
+            going = sorted(sorted(active, key=_name, reverse=True), key=_removal_order)
+            for pod in going[: len(active) - wanted]:
                 track.removed.add(pod["metadata"]["uid"])
                 self._remove(pod)
-            return active[:wanted]
+            return going[len(active) - wanted :]
         if len(active) == wanted:
             return active
         if self._held_back(track, now):
@@ -529,6 +530,38 @@ def _owned(pod: dict[str, Any], job_uid: str) -> bool:
     return any(
         ref.get("controller") and ref.get("uid") == job_uid
         for ref in pod["metadata"].get("ownerReferences") or []
+    )
+
+
+def _name(pod: dict[str, Any]) -> str:
+    return str(pod["metadata"]["name"])
+
+
+def _seconds(text: str | None) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else 0.0
+
+
+def _removal_order(pod: dict[str, Any]) -> tuple[bool, int, bool, float, int, float]:
+    """The Job controller's `ActivePods` order, the first to be removed first: not scheduled,
+    then Pending before Running, not ready before ready, ready the shortest time first, more
+    container restarts first, the newest first (ties: as the pods come)."""
+    status = pod.get("status") or {}
+    ready_since = next(
+        (
+            c.get("lastTransitionTime")
+            for c in status.get("conditions") or []
+            if c.get("type") == "Ready" and c.get("status") == "True"
+        ),
+        None,
+    )
+    restarts = sum(c.get("restartCount", 0) for c in status.get("containerStatuses") or [])
+    return (
+        bool(pod["spec"].get("nodeName")),
+        {"Pending": 0, "Unknown": 1}.get(_phase(pod), 2),
+        _ready(pod),
+        -_seconds(ready_since or status.get("startTime")),
+        -restarts,
+        -_seconds(pod["metadata"].get("creationTimestamp")),
     )
 
 

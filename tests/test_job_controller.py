@@ -397,3 +397,29 @@ def test_an_indexed_job_made_smaller_removes_its_highest_indexes_uncounted_as_up
     evict(core, jobs, count=1)
     at(jobs, clock, 2)
     assert jobs.failed("train") == 1, "an index below completions evicted is a failure"
+
+
+def test_a_nonindexed_job_made_smaller_removes_pods_in_its_active_pods_order_uncounted(
+    fake_api: FakeApiServer, jobs: JobController, clock: Clock, batch: Any
+) -> None:
+    """Parallelism lowered from 4 to 2: the pod not ready goes first, then the one ready the
+    shortest time (upstream's ActivePods order); the controller counts neither as failed."""
+    fake_api.put("jobs", batch_job("train", 4))
+    at(jobs, clock, 0)
+    pods = sorted(jobs.pods("train"), key=lambda p: p["metadata"]["name"])
+    for i, member in enumerate(pods):
+        member["spec"]["nodeName"] = f"n{i}"
+        ready = "False" if i == 2 else "True"
+        since = f"2026-12-01T0{i}:00:00Z"
+        member["status"] = {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": since}],
+        }
+        fake_api.put("pods", member)
+    batch.patch_namespaced_job("train", "default", {"spec": {"parallelism": 2}})
+    at(jobs, clock, 1)
+    left = sorted(p["metadata"]["name"] for p in jobs.pods("train"))
+    assert left == [pods[0]["metadata"]["name"], pods[1]["metadata"]["name"]], (
+        "the not-ready pod and the one ready since 03:00 went"
+    )
+    assert jobs.failed("train") == 0

@@ -115,15 +115,19 @@ def member_index(pod: PodInfo) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
 
-def going_order(pod: PodInfo) -> tuple[int, int, float, str]:
+def going_order(pod: PodInfo) -> tuple[int, int, int, float, float, str]:
     """Sorts a gang's members the last to go first: a Kubeflow job's master (or launcher) pods,
-    then by index, then by start."""
+    then by index, then ready before not ready, then by start, then by creation: the reverse of
+    the order the Job controller removes a NonIndexed Job's pods in when its parallelism is
+    lowered (`ActivePods`: not ready first, then the shortest ready, then the newest)."""
     kind = pod.labels.get(KUBEFLOW_REPLICA_TYPE, "").lower()
     index = member_index(pod)
     return (
         0 if kind and kind != "worker" else 1,
         -1 if index is None else index,
+        0 if pod.ready else 1,
         pod.started or pod.created,
+        pod.created,
         pod.name,
     )
 

@@ -24,7 +24,7 @@ from extender.core.model.keys import KUBEFLOW_REPLICA_TYPE
 from extender.core.model.snapshot import Snapshot
 from extender.core.placement.planner import FreeOf
 from extender.core.placement.topology import Topology
-from extender.core.preemption.shrinks import JOB_FIELDS, WORKER_FIELDS, Shrink
+from extender.core.preemption.shrinks import JOB_FIELDS, PARALLELISM, WORKER_FIELDS, Shrink
 
 GROW_AFTER = 120.0  # seconds after a shrink before its workload may grow again
 
@@ -89,7 +89,14 @@ def _shrunk(snapshot: Snapshot) -> Iterator[Shrink]:
     """Each workload gangplank made smaller, as the shrink that raises it by one."""
     for job in snapshot.jobs.values():
         size = job.completions
-        if size is not None and size == job.parallelism and size < job.shrunk_from:
+        if not job.indexed:
+            width = job.parallelism
+            if width is not None and width < job.shrunk_from:
+                yield Shrink(
+                    "Job", "batch/v1", "jobs", job.namespace, job.name, "parallelism",
+                    PARALLELISM, width, width + 1,
+                )  # fmt: skip
+        elif size is not None and size == job.parallelism and size < job.shrunk_from:
             yield Shrink(
                 "Job",
                 "batch/v1",

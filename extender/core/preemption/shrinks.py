@@ -6,16 +6,21 @@ than by evicting pods its controller would count as failed (docs/elastic.md).
   index is at or above the new completions without counting them as failed (a pod deleted by
   anyone else counts as failed only while its index is below completions), so `status.failed`
   stays as it was and the Job's `backoffLimit` is not used up.
+- A **NonIndexed Job** running more than its gang's minimum (its parallelism above the gang
+  size, or Kueue's `job-min-parallelism`): its parallelism is lowered by the extras taken and the
+  members still unscheduled. The Job controller removes the unscheduled pods first, then the
+  running ones that have been ready the shortest time (its `ActivePods` order, the order the
+  extras are taken in: `gang.going_order`), and a pod it removes is not counted as failed (it
+  takes the pod's tracking finalizer off before deleting it).
 - An **elastic PyTorchJob** (`spec.elasticPolicy`): its Worker replicas are lowered to the lowest
   worker replica index taken, never below `elasticPolicy.minReplicas`; the training operator
   deletes the workers whose index is out of range instead of recreating them.
 
 Not a workload Kueue manages (label `kueue.x-k8s.io/queue-name` on it): Kueue suspends a running
 job whose pod counts no longer match its Workload (`ensureOneWorkload`: "job with no matching
-workload, suspending"). Anything else is evicted, as before, and the Event says why: lowering a
-NonIndexed Job's parallelism lets the Job controller choose which pods go (not the one on the
-node the room is for), and the Job counts an evicted pod as failed unless its `podFailurePolicy`
-ignores the `DisruptionTarget` condition the Eviction API adds.
+workload, suspending"). Anything else is evicted, as before, and the Event says why (a Job
+counts an evicted pod as failed unless its `podFailurePolicy` ignores the `DisruptionTarget`
+condition the Eviction API adds).
 
 The extras taken must be the highest indexes (the candidates are built so: an extra takes the
 ones above it with it, `victim_candidates`), and the members left below the new size must keep
@@ -36,6 +41,7 @@ KUEUE_MANAGED = (
     "size no longer matches its Workload"
 )
 JOB_FIELDS: tuple[tuple[str, ...], ...] = (("spec", "completions"), ("spec", "parallelism"))
+PARALLELISM: tuple[tuple[str, ...], ...] = (("spec", "parallelism"),)
 WORKER_FIELDS: tuple[tuple[str, ...], ...] = (
     ("spec", "pytorchReplicaSpecs", "Worker", "replicas"),
 )
@@ -85,9 +91,9 @@ def shrinkable(snapshot: Snapshot, gang: Gang) -> bool:
     key = f"{gang.members[0].namespace}/{owner[1]}"
     if owner[0] == "Job":
         job = snapshot.jobs.get(key)
-        return (
-            job is not None and job.indexed and job.completions == job.parallelism and not job.kueue
-        )
+        if job is None or job.kueue:
+            return False
+        return job.completions == job.parallelism if job.indexed else job.parallelism is not None
     pytorch = snapshot.pytorch_jobs.get(key)
     return pytorch is not None and pytorch.elastic and not pytorch.kueue
 
@@ -107,12 +113,10 @@ def through_workload(
     indexes = [member_index(p) for p in taken]
     if kind == "Job":
         job = snapshot.jobs.get(key)
-        if job is None or not job.indexed:
-            return None, (
-                f"Job {key} is not Indexed: lowering its parallelism would let the Job "
-                "controller choose which pods go, and it counts an evicted pod as failed "
-                "(against its backoffLimit) unless its podFailurePolicy ignores DisruptionTarget"
-            )
+        if job is None:
+            return None, f"Job {key} is not in gangplank's view yet"
+        if not job.indexed:
+            return _fewer_in_parallel(gang, key, job.parallelism, job.kueue, taken)
         if job.completions != job.parallelism or job.completions is None:
             return None, (
                 f"Indexed Job {key} has completions {job.completions} and parallelism "
@@ -157,3 +161,26 @@ def _owner(members: Collection[PodInfo]) -> tuple[str, str] | None:
         return None
     owner = found.pop()
     return owner if owner is not None and owner[0] in ("Job", "PyTorchJob") else None
+
+
+def _fewer_in_parallel(
+    gang: Gang, key: str, parallelism: int | None, kueue: bool, taken: Collection[PodInfo]
+) -> tuple[Shrink | None, str]:
+    """A NonIndexed Job's parallelism lowered by the members taken and those not scheduled
+    (the Job controller removes those first)."""
+    if kueue:
+        return None, KUEUE_MANAGED.format(f"Job {key}")
+    if parallelism is None:
+        return None, f"Job {key} has no parallelism to lower"
+    unscheduled = len(gang.pending)
+    to = parallelism - unscheduled - len(taken)
+    left = len(gang.bound) - len(taken)
+    if to < gang.size or left < gang.size:
+        return None, (
+            f"Job {key}: lowering its parallelism to {to} would leave {left} of its pods "
+            f"running, fewer than its minimum of {gang.size}"
+        )
+    namespace, name = key.split("/", 1)
+    return Shrink(
+        "Job", "batch/v1", "jobs", namespace, name, "parallelism", PARALLELISM, parallelism, to
+    ), ""

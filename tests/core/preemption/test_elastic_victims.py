@@ -135,7 +135,12 @@ def test_an_evicted_extra_is_told_its_gang_keeps_its_minimum() -> None:
 
 
 def indexed_running(
-    *, indexed: bool = True, completions: int = 4, reverse: bool = False, kueue: bool = False
+    *,
+    indexed: bool = True,
+    completions: int = 4,
+    reverse: bool = False,
+    kueue: bool = False,
+    not_ready: int | None = None,
 ) -> dict[str, Any]:
     """Job el (Kueue's job-min-parallelism 2, parallelism 4) running index i on node n_i, the
     highest index started first when `reverse`; the Job object and its pods."""
@@ -161,10 +166,11 @@ def indexed_running(
                 priority=10,
                 job="el",
                 labels={"gangplank.io/queue": "research"},
-                annotations={"batch.kubernetes.io/job-completion-index": str(i)},
+                annotations={"batch.kubernetes.io/job-completion-index": str(i)} if indexed else {},
             ),
             f"n{i}",
             NOW - 10 * HOUR + (3 - i if reverse else i) * HOUR,
+            ready=i != not_ready,
         )
         for i in range(4)
     ]
@@ -208,14 +214,45 @@ def test_an_elastic_indexed_jobs_extras_go_by_lowering_its_completions_and_paral
     assert "the minimum keeps running" in evictions[0].message
 
 
-WHY_EVICTED = [
+NON_INDEXED = [
+    ("a job needing one node takes the pod started last: parallelism 4 to 3", 1, None, ["el-3"], 3),
     (
-        "a NonIndexed Job (its controller would choose which pods go)",
-        {"indexed": False},
-        "Job default/el is not Indexed: lowering its parallelism would let the Job controller "
-        "choose which pods go, and it counts an evicted pod as failed (against its backoffLimit) "
-        "unless its podFailurePolicy ignores DisruptionTarget",
+        "a job needing two nodes takes the two started last: parallelism to 2",
+        2,
+        None,
+        ["el-2", "el-3"],
+        2,
     ),
+    (
+        "a pod not ready goes before the pods ready, as the Job controller removes it",
+        1,
+        1,
+        ["el-1"],
+        3,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "needed,not_ready,names,to", [c[1:] for c in NON_INDEXED], ids=[c[0] for c in NON_INDEXED]
+)
+def test_a_nonindexed_jobs_extras_go_by_lowering_its_parallelism_in_its_controllers_order(
+    needed: int, not_ready: int | None, names: list[str], to: int
+) -> None:
+    """The Job controller, its parallelism lowered, removes the pods not ready first, then those
+    ready the shortest time, uncounted: the extras gangplank takes are those."""
+    made = indexed_running(indexed=False, not_ready=not_ready)
+    cluster = Cluster(nodes=[node(f"n{i}") for i in range(4)], jobs=made["jobs"])
+    cluster.add("pods", *made["pods"], *waiting(needed))
+    evictions = planned(cluster, needed)
+    assert [e.name for e in evictions] == names
+    shrink = evictions[0].shrink
+    assert shrink is not None and all(e.shrink == shrink for e in evictions)
+    assert (shrink.what, shrink.current, shrink.to) == ("parallelism", 4, to)
+    assert shrink.patch() == {"spec": {"parallelism": to}}
+
+
+WHY_EVICTED = [
     (
         "an Indexed Job whose completions are not its parallelism",
         {"completions": 8},
