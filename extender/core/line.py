@@ -196,8 +196,12 @@ class Line:
                     planned = True  # victims chosen so that its queue admits it
         if engine.consolidation.moving(key):
             return {}  # room is being made by moving jobs: no one is preempted for it
-        if not planned and is_single(key) and engine.try_move(snapshot, key, (pod,), 1):
-            return {}
+        if not planned and is_single(key):
+            if engine.try_move(snapshot, key, (pod,), 1):
+                return {}
+            # elastic gangs' extras go before any pod alone, by gangplank's plan (an extra
+            # taken through its workload must not be deleted by kube-scheduler)
+            engine.preemption.plan(snapshot, key, (pod,), 1, queue, now, policy, book, True)
         if not planned and not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
             if extras_only(gang) or (gang.elastic and key in engine.reservations):

@@ -44,11 +44,12 @@ def bound(api: FakeApiServer, prefix: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.parametrize("alone", [False, True], ids=["a gang", "a pod alone"])
 @pytest.mark.parametrize(
     "indexed", [True, False], ids=["an elastic Indexed Job", "a NonIndexed elastic Job"]
 )
 def test_a_job_needing_a_node_takes_an_elastic_jobs_extra_its_minimum_runs_on_and_it_grows_back(
-    api: FakeApiServer, indexed: bool
+    api: FakeApiServer, indexed: bool, alone: bool
 ) -> None:
     add_nodes(api, 4)
     api.put("jobs", elastic_job(indexed))
@@ -59,7 +60,8 @@ def test_a_job_needing_a_node_takes_an_elastic_jobs_extra_its_minimum_runs_on_an
         scheduler = KubeScheduler(api, extender)
         scheduler.settle(timeout=30, until=lambda: len(bound(api, "el-")) == 4)
         assert len(bound(api, "el-")) == 4, scheduler.reasons
-        for member in gang_pods("urgent", 1, gpu=8, priority=1000):
+        urgent = pod("urgent-0", gpu=8, priority=1000)
+        for member in [urgent] if alone else gang_pods("urgent", 1, gpu=8, priority=1000):
             api.put("pods", member)
         scheduler.settle(timeout=30, until=lambda: len(bound(api, "urgent")) == 1)
         assert len(bound(api, "urgent")) == 1, (scheduler.reasons, api.state.evictions)

@@ -111,10 +111,14 @@ class Preemption:
         now: float,
         policy: Policy | None,
         book: QueueBook | None,
+        extras_only: bool = False,
     ) -> int:
         """Plan job `key` (its pending `pods`, `needed` of them) on what victims would free;
-        returns how many jobs it evicts (0: no plan, nothing evicted)."""
-        return self._plan(snapshot, key, pods, needed, queue, now, policy, book)[0]
+        returns how many jobs it evicts (0: no plan, nothing evicted). `extras_only`: of elastic
+        gangs' extras alone (for a pod alone, whose other victims kube-scheduler proposes)."""
+        return self._plan(
+            snapshot, key, pods, needed, queue, now, policy, book, extras_only=extras_only
+        )[0]
 
     def plan_past_quota(
         self,
@@ -150,6 +154,7 @@ class Preemption:
         policy: Policy | None,
         book: QueueBook | None,
         past_quota: bool = False,
+        extras_only: bool = False,
     ) -> tuple[int, int, int]:
         """(jobs evicted, candidates looked at, jobs a plan would evict when more than this
         minute's budget allows, else 0). `past_quota`: the queue's quota must admit the
@@ -189,6 +194,8 @@ class Preemption:
             candidates = broken_first(candidates, partial(self._runs_short, snapshot))
             candidates.sort(key=lambda j: j.key not in first)  # idle ones first, order kept
             candidates = extras_first(candidates)  # elastic gangs' extras before all
+            if extras_only:
+                candidates = [c for c in candidates if c.extra]
             looked_at += len(candidates)
             if not candidates:
                 return None

@@ -9,8 +9,10 @@ import pytest
 
 from extender.core.engine import Engine
 from extender.core.gangs.gang import resolve_gang
+from extender.core.model.answers import Victims
 from extender.core.preemption.shrinks import JOB_FIELDS, Shrink, through_workload
 from extender.core.queues.policy_parse import parse_policy
+from extender.kube.convert import pod_from_api
 from tests.builders import bound_pod, gpus, node, pod, policy_doc, queue
 from tests.cluster import Cluster
 
@@ -310,3 +312,24 @@ def test_a_smaller_size_that_would_stop_part_of_the_minimum_is_not_made() -> Non
         4,
         3,
     )
+
+
+def test_a_pod_alone_of_higher_priority_takes_an_extra_before_any_pod_alone() -> None:
+    """Gang e runs 3 (minimum 2) on n0-n2, a pod alone of priority 0 on n3; an 8-GPU pod alone of
+    priority 100 finds no room: gangplank plans it on the extra's node, whatever kube-scheduler
+    proposes (it would have taken the pod alone)."""
+    cluster = Cluster(
+        nodes=[node(f"n{i}") for i in range(4)],
+        pods=[*elastic_running(3), lone("other", "n3", NOW - 5 * HOUR)],
+    )
+    urgent = pod("urgent", gpu=8, priority=100)
+    cluster.add("pods", urgent)
+    engine = Engine()
+    snapshot = cluster.snap()
+    asking = pod_from_api(urgent)
+    other = next(p for p in snapshot.nodes["n3"].pods if p.name == "other")
+    proposed = {"n3": Victims((other.uid,))}
+    kept = engine.preempt(snapshot, asking, proposed, NOW)
+    assert kept == {}, "not on n3: its plan is on the extra's node"
+    assert [e.name for e in engine.preemption.take_evictions()] == ["e-2"]
+    assert engine.reservations.planned_node(asking) == "n2"
