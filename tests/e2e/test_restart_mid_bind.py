@@ -79,6 +79,7 @@ def members(prefix: str, count: int) -> list[str]:
     return [f"{prefix}-{i}" for i in range(count)]
 
 
+@pytest.mark.slow  # 8 cases of about 4 s: `make test-slow` (and CI) run them
 @pytest.mark.parametrize("how", ["restart", "failover"])
 @pytest.mark.parametrize("step", list(STEPS), ids=list(STEPS))
 def test_two_gangs_killed_mid_bind_come_back_whole_and_an_intruder_cannot_take_their_room(

@@ -17,6 +17,7 @@ def test_the_shapes_interleave_the_gangs_members_as_a_controller_creates_two_job
     assert gangs[:4] == ["g0", "g1", "g0", "g1"] and len(gangs) == 16
 
 
+@pytest.mark.slow  # the model's runs take 10-25 s: `make test-slow` (and CI) run them
 @pytest.mark.parametrize(
     ("only", "expected"),
     [
@@ -52,6 +53,7 @@ def test_the_http_driver_times_a_gang_through_gangplank_serve(
     assert "in gangplank's verbs (filter " in out and "bind 8 calls" in out
 
 
+@pytest.mark.slow
 def test_in_the_model_gangplank_binding_the_planned_members_takes_the_gang_out_of_the_queue(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
