@@ -201,7 +201,7 @@ class Line:
                 return {}
             # elastic gangs' extras go before any pod alone, by gangplank's plan (an extra
             # taken through its workload must not be deleted by kube-scheduler)
-            engine.preemption.plan(snapshot, key, (pod,), 1, queue, now, policy, book, True)
+            engine.preemption.plan(snapshot, key, (pod,), 1, queue, now, policy, book, candidates)
         if not planned and not is_single(key):
             gang = resolve_gang(snapshot, key, asking=pod)
             if extras_only(gang) or (gang.elastic and key in engine.reservations):

@@ -2,7 +2,7 @@
 
 Each victim job's pods go together, with what to tell the people involved: the Event on the
 victim (why, for whom) and, once, on the preemptor. An elastic gang's extras go through their
-workload where its kind allows it (`shrinks.py`: an elastic Indexed Job, PyTorchJob): the
+workload where its kind allows it (`shrinks.py`: an elastic Job, PyTorchJob): the
 evictions carry the shrink, which the runtime carries out instead of evicting them. The runtime
 takes them (`take`) and evicts through the Eviction API while its scheduler leads; what it could
 not carry out comes back (`put_back`). Recovery after a restart queues evictions too (rule

@@ -6,7 +6,7 @@ kube-scheduler's deletion would count as a failure of theirs); any other pod kee
 the rules allow — never a gang member (a gang goes whole, by gangplank's own plan), except an
 elastic gang's extras, at most as many as it runs beyond its minimum (they go first, and the
 gang keeps running), unless its workload takes extras back by being made smaller (an elastic
-Indexed Job or PyTorchJob: kube-scheduler's deletion would count as a failure) — and only nodes
+Job or PyTorchJob: kube-scheduler's deletion would count as a failure) — and only nodes
 where what is kept makes room and no PodDisruptionBudget is broken.
 """
 

@@ -16,7 +16,7 @@ never thrashes.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -111,13 +111,14 @@ class Preemption:
         now: float,
         policy: Policy | None,
         book: QueueBook | None,
-        extras_only: bool = False,
+        extras_on: Collection[str] | None = None,
     ) -> int:
         """Plan job `key` (its pending `pods`, `needed` of them) on what victims would free;
-        returns how many jobs it evicts (0: no plan, nothing evicted). `extras_only`: of elastic
-        gangs' extras alone (for a pod alone, whose other victims kube-scheduler proposes)."""
+        returns how many jobs it evicts (0: no plan, nothing evicted). `extras_on`: of elastic
+        gangs' extras alone, on these nodes alone (for a pod alone: the nodes kube-scheduler
+        proposes victims on, its other victims being kube-scheduler's to choose)."""
         return self._plan(
-            snapshot, key, pods, needed, queue, now, policy, book, extras_only=extras_only
+            snapshot, key, pods, needed, queue, now, policy, book, extras_on=extras_on
         )[0]
 
     def plan_past_quota(
@@ -154,7 +155,7 @@ class Preemption:
         policy: Policy | None,
         book: QueueBook | None,
         past_quota: bool = False,
-        extras_only: bool = False,
+        extras_on: Collection[str] | None = None,
     ) -> tuple[int, int, int]:
         """(jobs evicted, candidates looked at, jobs a plan would evict when more than this
         minute's budget allows, else 0). `past_quota`: the queue's quota must admit the
@@ -174,6 +175,10 @@ class Preemption:
         # The nodes that could ever hold the job: names first (remembered while nodes stay as
         # they are); the node objects only when there are candidates to try.
         holding = could_hold(snapshot, pods)
+        if extras_on is not None:
+            holding = tuple(n for n in holding if n in extras_on)
+            if not holding:
+                return 0, 0, 0
         planner = planner_for(snapshot, key, self.topology)
         request = total(p.requests for p in pods)
         admits = None
@@ -194,7 +199,7 @@ class Preemption:
             candidates = broken_first(candidates, partial(self._runs_short, snapshot))
             candidates.sort(key=lambda j: j.key not in first)  # idle ones first, order kept
             candidates = extras_first(candidates)  # elastic gangs' extras before all
-            if extras_only:
+            if extras_on is not None:
                 candidates = [c for c in candidates if c.extra]
             looked_at += len(candidates)
             if not candidates:

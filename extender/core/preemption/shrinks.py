@@ -83,8 +83,8 @@ class Shrink:
 
 
 def shrinkable(snapshot: Snapshot, gang: Gang) -> bool:
-    """Whether `gang`'s extras can go through its workload (an elastic Indexed Job, an elastic
-    PyTorchJob): then they go in index order, the highest first."""
+    """Whether `gang`'s extras can go through its workload (an elastic Job, an elastic
+    PyTorchJob): then they go in the order of `Gang.extras`, the first first."""
     owner = _owner(gang.members)
     if owner is None:
         return False

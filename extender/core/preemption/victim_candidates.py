@@ -4,8 +4,9 @@ A running job is a gang whole (all its bound members) or a pod alone: a gang is 
 not at all, so no gang is left running in part. An elastic gang running beyond its minimum is
 several: each extra member alone (`extra`), and its minimum, which takes the extras still running
 with it when it goes (`rest`): taking extras never breaks the gang below its minimum. An extra of
-a gang whose workload is made smaller instead (`shrinks.py`) takes the extras of higher index
-with it (`rest`), as the smaller size would.
+a gang whose workload is made smaller instead (`shrinks.py`) takes the extras that go before it
+with it (`rest`: those of higher index, or a NonIndexed Job's the controller removes first), as
+the smaller size would.
 
 Never a victim: system pods (priority 1,000,000,000 and above), pods labelled
 `gangplank.io/preemptible: "false"` or `volcano.sh/preemptable: "false"` (one such member
@@ -161,8 +162,8 @@ def _gang_jobs(
             rest=tuple(extras),
         )
     ]
-    # Taken back through its workload (an elastic Indexed Job, PyTorchJob: `shrinks.py`), an
-    # extra takes the ones of higher index with it: a smaller size removes them all.
+    # Taken back through its workload (an elastic Job, PyTorchJob: `shrinks.py`), an extra takes
+    # the ones before it in `extras` with it: a smaller size removes them all.
     ordered = shrinkable(snapshot, gang)
     for i, pod in enumerate(extras):
         assert pod.node_name is not None

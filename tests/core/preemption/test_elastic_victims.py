@@ -316,8 +316,8 @@ def test_a_smaller_size_that_would_stop_part_of_the_minimum_is_not_made() -> Non
 
 def test_a_pod_alone_of_higher_priority_takes_an_extra_before_any_pod_alone() -> None:
     """Gang e runs 3 (minimum 2) on n0-n2, a pod alone of priority 0 on n3; an 8-GPU pod alone of
-    priority 100 finds no room: gangplank plans it on the extra's node, whatever kube-scheduler
-    proposes (it would have taken the pod alone)."""
+    priority 100 finds no room: of the nodes kube-scheduler proposes, gangplank plans it on the
+    extra's node (kube-scheduler alone would have taken the pod alone)."""
     cluster = Cluster(
         nodes=[node(f"n{i}") for i in range(4)],
         pods=[*elastic_running(3), lone("other", "n3", NOW - 5 * HOUR)],
@@ -327,9 +327,10 @@ def test_a_pod_alone_of_higher_priority_takes_an_extra_before_any_pod_alone() ->
     engine = Engine()
     snapshot = cluster.snap()
     asking = pod_from_api(urgent)
-    other = next(p for p in snapshot.nodes["n3"].pods if p.name == "other")
-    proposed = {"n3": Victims((other.uid,))}
+    # kube-scheduler proposes each node's lower-priority pods
+    proposed = {n: Victims(tuple(p.uid for p in snapshot.nodes[n].pods)) for n in snapshot.nodes}
+    extra = next(p for p in snapshot.nodes["n2"].pods if p.name == "e-2")
     kept = engine.preempt(snapshot, asking, proposed, NOW)
-    assert kept == {}, "not on n3: its plan is on the extra's node"
+    assert kept == {"n2": Victims((extra.uid,))}, "not on n3: its plan is on the extra's node"
     assert [e.name for e in engine.preemption.take_evictions()] == ["e-2"]
     assert engine.reservations.planned_node(asking) == "n2"
