@@ -33,6 +33,7 @@ def shrink(custom: Any, core: Any, s: Shrink, why: str, timeout: tuple[float, fl
     annotation records, which goes once it is reached): shrunk or grown, gone (no such workload)
     or failed (its size changed since, or the API server refused)."""
     growing = s.to > s.current
+    doing = "raising" if growing else "lowering"
     group, _, version = s.api_version.rpartition("/")
     where = (group, version, s.namespace, s.plural, s.name)
     try:
@@ -46,11 +47,13 @@ def shrink(custom: Any, core: Any, s: Shrink, why: str, timeout: tuple[float, fl
         sizes = [_at(obj, path) for path in s.fields]
         if any(size != s.current for size in sizes):
             log.info(
-                "not lowering %s: its %s are %s now, not %d as decided; its extras stay",
+                "not %s %s: its %s are %s now, not %d as decided; %s",
+                doing,
                 s.shown,
                 s.what,
                 sizes,
                 s.current,
+                "left as it is" if growing else "its extras stay",
             )
             return "failed"
         metadata = obj.get("metadata") or {}
@@ -75,10 +78,10 @@ def shrink(custom: Any, core: Any, s: Shrink, why: str, timeout: tuple[float, fl
         response.drain_conn()  # read to the end: a connection back in the pool must be clean
         response.release_conn()
     except ApiException as err:
-        log.warning("lowering %s: HTTP %s: %s", s.shown, err.status, api_message(err))
+        log.warning("%s %s: HTTP %s: %s", doing, s.shown, err.status, api_message(err))
         return "gone" if err.status == 404 else "failed"
     except Exception as err:  # connection refused or reset, timed out
-        log.warning("lowering %s: %s", s.shown, err)
+        log.warning("%s %s: %s", doing, s.shown, err)
         return "failed"
     involved = {
         "apiVersion": s.api_version,
