@@ -24,7 +24,12 @@ from extender.core.model.keys import KUBEFLOW_REPLICA_TYPE
 from extender.core.model.snapshot import Snapshot
 from extender.core.placement.planner import FreeOf
 from extender.core.placement.topology import Topology
-from extender.core.preemption.shrinks import JOB_FIELDS, PARALLELISM, WORKER_FIELDS, Shrink
+from extender.core.preemption.shrinks import (
+    ELASTIC_PYTORCHJOB,
+    INDEXED_JOB,
+    NON_INDEXED_JOB,
+    Shrink,
+)
 
 GROW_AFTER = 120.0  # seconds after a shrink before its workload may grow again
 
@@ -92,35 +97,13 @@ def _shrunk(snapshot: Snapshot) -> Iterator[Shrink]:
         if not job.indexed:
             width = job.parallelism
             if width is not None and width < job.shrunk_from:
-                yield Shrink(
-                    "Job", "batch/v1", "jobs", job.namespace, job.name, "parallelism",
-                    PARALLELISM, width, width + 1,
-                )  # fmt: skip
+                yield NON_INDEXED_JOB.resize(job.namespace, job.name, width, width + 1)
         elif size is not None and size == job.parallelism and size < job.shrunk_from:
-            yield Shrink(
-                "Job",
-                "batch/v1",
-                "jobs",
-                job.namespace,
-                job.name,
-                "completions and parallelism",
-                JOB_FIELDS,
-                size,
-                size + 1,
-            )
+            yield INDEXED_JOB.resize(job.namespace, job.name, size, size + 1)
     for pytorch in snapshot.pytorch_jobs.values():
         if pytorch.shrunk_from and pytorch.workers < pytorch.shrunk_from:
-            yield Shrink(
-                "PyTorchJob",
-                "kubeflow.org/v1",
-                "pytorchjobs",
-                pytorch.namespace,
-                pytorch.name,
-                "Worker replicas",
-                WORKER_FIELDS,
-                pytorch.workers,
-                pytorch.workers + 1,
-            )
+            workers = pytorch.workers
+            yield ELASTIC_PYTORCHJOB.resize(pytorch.namespace, pytorch.name, workers, workers + 1)
 
 
 def _gangs_by_owner(snapshot: Snapshot) -> dict[tuple[str, str, str], str]:

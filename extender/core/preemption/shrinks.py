@@ -40,11 +40,10 @@ KUEUE_MANAGED = (
     "Kueue manages {} (label kueue.x-k8s.io/queue-name): Kueue suspends a running workload whose "
     "size no longer matches its Workload"
 )
-JOB_FIELDS: tuple[tuple[str, ...], ...] = (("spec", "completions"), ("spec", "parallelism"))
-PARALLELISM: tuple[tuple[str, ...], ...] = (("spec", "parallelism"),)
-WORKER_FIELDS: tuple[tuple[str, ...], ...] = (
-    ("spec", "pytorchReplicaSpecs", "Worker", "replicas"),
-)
+Fields = tuple[tuple[str, ...], ...]
+JOB_FIELDS: Fields = (("spec", "completions"), ("spec", "parallelism"))
+PARALLELISM: Fields = (("spec", "parallelism"),)
+WORKER_FIELDS: Fields = (("spec", "pytorchReplicaSpecs", "Worker", "replicas"),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +79,30 @@ class Shrink:
 
     def says(self) -> str:
         return f"{self.shown}: {self.what} lowered from {self.current} to {self.to}"
+
+
+@dataclass(frozen=True, slots=True)
+class Sized:
+    """A kind of workload whose size gangplank changes, and the fields that are its size."""
+
+    kind: str
+    api_version: str
+    plural: str
+    what: str
+    fields: Fields
+
+    def resize(self, namespace: str, name: str, current: int, to: int) -> Shrink:
+        return Shrink(
+            self.kind, self.api_version, self.plural, namespace, name, self.what, self.fields,
+            current, to,
+        )  # fmt: skip
+
+
+INDEXED_JOB = Sized("Job", "batch/v1", "jobs", "completions and parallelism", JOB_FIELDS)
+NON_INDEXED_JOB = Sized("Job", "batch/v1", "jobs", "parallelism", PARALLELISM)
+ELASTIC_PYTORCHJOB = Sized(
+    "PyTorchJob", "kubeflow.org/v1", "pytorchjobs", "Worker replicas", WORKER_FIELDS
+)
 
 
 def shrinkable(snapshot: Snapshot, gang: Gang) -> bool:
@@ -124,8 +147,7 @@ def through_workload(
             )
         if job.kueue:
             return None, KUEUE_MANAGED.format(f"Job {key}")
-        current, fields, floor = job.completions, JOB_FIELDS, 0
-        what, api, plural = "completions and parallelism", "batch/v1", "jobs"
+        current, floor, sized = job.completions, 0, INDEXED_JOB
     else:
         pytorch = snapshot.pytorch_jobs.get(key)
         if pytorch is None or not pytorch.elastic:
@@ -134,9 +156,9 @@ def through_workload(
             return None, KUEUE_MANAGED.format(f"PyTorchJob {key}")
         if any(p.labels.get(KUBEFLOW_REPLICA_TYPE, "").lower() != "worker" for p in taken):
             return None, f"PyTorchJob {key}: only its workers can be fewer"
-        current, fields = pytorch.workers, WORKER_FIELDS
+        current, sized = pytorch.workers, ELASTIC_PYTORCHJOB
         floor = pytorch.workers if pytorch.min_replicas is None else pytorch.min_replicas
-        what, api, plural = "Worker replicas", "kubeflow.org/v1", "pytorchjobs"
+    what = sized.what
     if any(i is None for i in indexes):
         return None, f"{kind} {key}: a pod taken has no index"
     to = min(i for i in indexes if i is not None)
@@ -151,7 +173,7 @@ def through_workload(
             f"{kind} {key}: lowering its {what} to {to} would leave {len(kept)} of its pods "
             f"running, fewer than its minimum of {gang.size}"
         )
-    return Shrink(kind, api, plural, gang.members[0].namespace, name, what, fields, current, to), ""
+    return sized.resize(gang.members[0].namespace, name, current, to), ""
 
 
 def _owner(members: Collection[PodInfo]) -> tuple[str, str] | None:
@@ -181,6 +203,4 @@ def _fewer_in_parallel(
             f"running, fewer than its minimum of {gang.size}"
         )
     namespace, name = key.split("/", 1)
-    return Shrink(
-        "Job", "batch/v1", "jobs", namespace, name, "parallelism", PARALLELISM, parallelism, to
-    ), ""
+    return NON_INDEXED_JOB.resize(namespace, name, parallelism, to), ""
