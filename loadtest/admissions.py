@@ -35,26 +35,13 @@ from extender.service.runtime import Runtime
 from extender.web.app import create_app
 from loadtest.markdown import machine, write_section
 from loadtest.queues import QUEUES, policy_document
+from loadtest.restart_ready import node
 
 NODES = 1300
 JOBS_PER_QUEUE = 10
 PASS_SECONDS = 0.5
 KUEUE = "Kueue #14477: about 10 admissions a minute at depth 536 on 1,300 nodes"
 BEGIN, END = "<!-- admissions:begin -->", "<!-- admissions:end -->"
-
-
-def node(i: int) -> dict[str, Any]:
-    name = f"node-{i}"
-    allocatable = {"cpu": "128", "memory": "1024Gi", "pods": "110", "nvidia.com/gpu": "8"}
-    return {
-        "metadata": {"name": name, "uid": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {},
-        "status": {
-            "allocatable": allocatable,
-            "capacity": allocatable,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
 
 
 def job_pods(queue: int, j: int, seq: int) -> list[dict[str, Any]]:
@@ -125,7 +112,9 @@ class Driver:
         # nodes with room for the pod (every one of them, as the stand-ins do: the worst case).
         # GPUs are what binds here (8 pods of 4 cpu / 16Gi fill a node's GPUs well before its
         # 128 cpu), so the free GPUs stand for its fit.
-        self.free = {n["metadata"]["name"]: 8 for n in nodes}
+        self.free = {
+            n["metadata"]["name"]: int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in nodes
+        }
         self.calls = 0
         self.passes = 0
 
