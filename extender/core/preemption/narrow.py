@@ -69,14 +69,15 @@ def narrow(
         taken: Counter[str] = Counter()  # extras kept, per gang
         for uid in proposed.uids:
             victim = by_uid.get(uid)
-            if victim is None or not _alone_may_go(
-                victim, pod, queue, queue_of, rules_of, now, first
-            ):
+            if victim is None:
                 continue
             key = job_key(victim)
-            if not is_single(key):
-                if taken[key] >= spare.of(key):
-                    continue
+            member = not is_single(key)
+            if member and taken[key] >= spare.of(key):
+                continue  # a gang member beyond the extras it can spare (none: not elastic)
+            if not _alone_may_go(victim, pod, queue, queue_of, rules_of, now, first):
+                continue
+            if member:
                 taken[key] += 1
             kept.append(uid)
             for name in room:
