@@ -60,7 +60,7 @@ class Extender:
         identity: str | None = None,
         requeue_configmap: tuple[str, str] = REQUEUE_CONFIGMAP,
         clock: Callable[[], float] = time.time,
-        bind_planned: bool = False,
+        bind_planned: bool = True,
     ) -> None:
         """`identity`: this replica's name beside its kube-scheduler; it leads while the
         scheduler's Lease (kube-system/gangplank-scheduler) is held by `<identity>_...`.

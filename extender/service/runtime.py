@@ -74,7 +74,7 @@ class Runtime:
         gpu_use: UseReader | None = None,
         requeue_store: RecordStore | None = None,
         history_store: RecordStore | None = None,
-        bind_planned: bool = False,
+        bind_planned: bool = True,
     ) -> None:
         self.store = store
         self.binder = binder

@@ -72,7 +72,7 @@ class Settings:
     reservation_seconds: float = 60.0
     hold_seconds: float = 120.0
     stale_after: float = 30.0
-    bind_planned_members: bool = False
+    bind_planned_members: bool = True
     scheduler_names: str = "gangplank"
     prometheus_url: str = ""
     gpu_util_metric: str = DEFAULT_METRIC
@@ -273,8 +273,9 @@ FLAGS: dict[str, str] = {
     "gangs and queued jobs then wait and nothing is evicted (pass-through pods go on)",
     "bind_planned_members": "bind a gang's planned members as soon as a filter call plans it, "
     "rather than one at a time through kube-scheduler's queue (a 100-pod gang whole in about a "
-    "third of the time); members with claims' volumes or DRA claims still bind through "
-    "kube-scheduler (docs/architecture.md, plan binds)",
+    "third of the time); members with claims' volumes or DRA claims, and members or nodes a "
+    "preemption nominated, still bind through kube-scheduler (docs/architecture.md, plan "
+    "binds). --no-bind-planned-members: every member through kube-scheduler",
     "prometheus_url": "Prometheus (or a server of its HTTP API) to read GPU utilisation from, for "
     "the policy's idle-GPU rule, e.g. http://prometheus.monitoring:9090. Unset: GPU use is not "
     "read and the rule does not act",
@@ -309,8 +310,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str])
         help_text = f"{text} (env {variable}"
         help_text += "; default %(default)s)" if fallback not in (None, False, "") else ")"
         if isinstance(fallback, bool):
+            told = env.get(variable)
             parser.add_argument(
-                flag, action="store_true", default=_env_bool(env.get(variable)), help=help_text
+                flag,
+                # on by default: also --no-<flag> to turn it off
+                action=argparse.BooleanOptionalAction if fallback else "store_true",
+                default=fallback if told is None else _env_bool(told),
+                help=help_text,
             )
             continue
         kind = type(fallback) if fallback is not None else str

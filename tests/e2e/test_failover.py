@@ -35,12 +35,14 @@ STARTED = "2026-12-01T00:00:00Z"
 
 
 @contextlib.contextmanager
-def replicas(api: FakeApiServer) -> Iterator[tuple[Extender, Extender]]:
-    """Replica a leads; b stands by (both watching, both warm)."""
+def replicas(api: FakeApiServer, bind_planned: bool = True) -> Iterator[tuple[Extender, Extender]]:
+    """Replica a leads; b stands by (both watching, both warm). `bind_planned`: as
+    `--bind-planned-members` (the default); False where a test stages a gang bound in part by
+    kube-scheduler, one member at a time (tests/e2e/test_plan_binds.py kills a wave)."""
     api.state.leases[LEASE] = "a_1f2e"
     with (
-        Extender(api, policy=POLICY, identity="a") as a,
-        Extender(api, policy=POLICY, identity="b") as b,
+        Extender(api, policy=POLICY, identity="a", bind_planned=bind_planned) as a,
+        Extender(api, policy=POLICY, identity="b", bind_planned=bind_planned) as b,
     ):
         yield a, b
 
@@ -112,11 +114,13 @@ def test_the_new_leader_completes_a_gang_the_old_one_left_without_double_booking
     api: FakeApiServer, bound_before: int, how: str
 ) -> None:
     """`failover`: the other replica takes over; `restart`: the same replica comes back with
-    nothing in memory (its scheduler kept the Lease)."""
+    nothing in memory (its scheduler kept the Lease). kube-scheduler binds each member (as it
+    does with --no-bind-planned-members, and for members that need its bind cycle), so that a
+    gang can be left bound in part."""
     add_nodes(api, 4)
     for member in gang_pods("ring", 4, gpu=8):
         api.put("pods", member)
-    with replicas(api) as (a, b), contextlib.ExitStack() as later:
+    with replicas(api, bind_planned=False) as (a, b), contextlib.ExitStack() as later:
         old = KubeScheduler(api, a)
         old._observe()
         if bound_before == 0:  # the first member's filter made the plan; nothing bound
@@ -132,7 +136,9 @@ def test_the_new_leader_completes_a_gang_the_old_one_left_without_double_booking
             taker = b
         else:
             a.__exit__(None, None, None)
-            taker = later.enter_context(Extender(api, policy=POLICY, identity="a"))
+            taker = later.enter_context(
+                Extender(api, policy=POLICY, identity="a", bind_planned=False)
+            )
         # Work arriving meanwhile must not take the room the partial gang needs.
         for member in gang_pods("other", 2, gpu=8):
             api.put("pods", member)

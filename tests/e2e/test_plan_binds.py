@@ -1,6 +1,7 @@
-"""With --bind-planned-members, once a filter call plans a gang, gangplank binds the plan's other
-members itself (the asking member goes on through kube-scheduler's bind), except members whose
-volumes or DRA claims kube-scheduler's own bind cycle binds or allocates: those keep its path."""
+"""gangplank binds the plan's other members itself once a filter call plans a gang (the default,
+`--bind-planned-members`; the asking member goes on through kube-scheduler's bind), except members
+whose volumes or DRA claims kube-scheduler's own bind cycle binds or allocates: those keep its
+path."""
 
 from __future__ import annotations
 

@@ -32,7 +32,6 @@ from tests.scheduler_sim import Extender, KubeScheduler
 POLICY = parse_policy(policy_doc(queue("team", guarantee=gpus(64), namespaces=["default"])))
 STARTED = "2026-12-01T00:00:00Z"
 QUEUE = "gangplank.io/queue"
-STEPS = {"after the plan": 0, "after one member bound": 1, "half bound": 2, "all but one": 3}
 
 
 def add_nodes(api: FakeApiServer, count: int) -> None:
@@ -42,27 +41,33 @@ def add_nodes(api: FakeApiServer, count: int) -> None:
 
 @contextlib.contextmanager
 def killed_and_back(
-    api: FakeApiServer, how: str, old: Extender, policy: Policy = POLICY
+    api: FakeApiServer, how: str, old: Extender, policy: Policy = POLICY, bind_planned: bool = True
 ) -> Iterator[Extender]:
     """`restart`: the same replica comes back with nothing in memory; `failover`: the standby,
-    warm all along, takes the Lease."""
+    warm all along, takes the Lease. `bind_planned`: as `--bind-planned-members` (the default);
+    False: kube-scheduler binds each member in its turn (--no-bind-planned-members, and the
+    path of members that need its bind cycle), which is how a test stages a gang bound in part."""
     if how == "restart":
         old.__exit__(None, None, None)
-        with Extender(api, policy=policy) as new:
+        with Extender(api, policy=policy, bind_planned=bind_planned) as new:
             yield new
     else:
-        with Extender(api, policy=policy, identity="b") as standby:
+        with Extender(api, policy=policy, identity="b", bind_planned=bind_planned) as standby:
             time.sleep(0.3)  # warm: its watch has the cluster
             old.__exit__(None, None, None)
             api.state.leases[LEASE] = "b_9c0d"
             yield standby
 
 
-def first_replica(api: FakeApiServer, how: str, policy: Policy = POLICY) -> Extender:
+def first_replica(
+    api: FakeApiServer, how: str, policy: Policy = POLICY, bind_planned: bool = True
+) -> Extender:
     if how == "failover":
         api.state.leases[LEASE] = "a_1f2e"
-        return Extender(api, policy=policy, identity="a").__enter__()
-    return Extender(api, policy=policy).__enter__()
+        identity: str | None = "a"
+    else:
+        identity = None
+    return Extender(api, policy=policy, identity=identity, bind_planned=bind_planned).__enter__()
 
 
 def recount_equals(api: FakeApiServer, extender: Extender, policy: Policy = POLICY) -> None:
@@ -79,11 +84,22 @@ def members(prefix: str, count: int) -> list[str]:
     return [f"{prefix}-{i}" for i in range(count)]
 
 
-@pytest.mark.slow  # 8 cases of about 4 s: `make test-slow` (and CI) run them
+# How far the two gangs got before the kill: kube-scheduler binding each member in its turn
+# (--no-bind-planned-members; members bound of each gang), or gangplank binding each plan's wave
+# (the default) with the API server failing after so many Bindings of the two waves.
+ONE_BY_ONE = {"after the plan": 0, "after one member bound": 1, "half bound": 2, "all but one": 3}
+WAVES = {"a wave cut after one Binding": 1, "waves cut after three Bindings": 3}
+
+
+@pytest.mark.slow  # 12 cases of about 4 s: `make test-slow` (and CI) run them
 @pytest.mark.parametrize("how", ["restart", "failover"])
-@pytest.mark.parametrize("step", list(STEPS), ids=list(STEPS))
+@pytest.mark.parametrize(
+    ("planned", "step"),
+    [(False, k) for k in ONE_BY_ONE.values()] + [(True, b) for b in WAVES.values()],
+    ids=[*ONE_BY_ONE, *WAVES],
+)
 def test_two_gangs_killed_mid_bind_come_back_whole_and_an_intruder_cannot_take_their_room(
-    api: FakeApiServer, step: str, how: str
+    api: FakeApiServer, planned: bool, step: int, how: str
 ) -> None:
     """8 nodes of 8 GPUs, two 4 x 8-GPU gangs planned (the cluster's whole room) and bound up to
     `step`; gangplank is killed; a third gang arrives and is scheduled first, before the parked
@@ -93,11 +109,12 @@ def test_two_gangs_killed_mid_bind_come_back_whole_and_an_intruder_cannot_take_t
     for gang in ("g0", "g1"):
         for member in gang_pods(gang, 4, gpu=8):
             api.put("pods", member)
-    old = first_replica(api, how)
+    old = first_replica(api, how, bind_planned=planned)
     before = KubeScheduler(api, old)
     time.sleep(0.3)
-    k = STEPS[step]
-    if k == 0:  # each gang's first member asks: both plans are made, nothing binds
+    if planned:
+        api.state.bind_budget = step  # the API server fails in the middle of the waves
+    if planned or step == 0:  # each gang's first member asks: both plans are made
         for gang in ("g0", "g1"):
             pod = api.state.objects["pods"][f"default/{gang}-0"]
             status, answer = old.post(
@@ -105,9 +122,19 @@ def test_two_gangs_killed_mid_bind_come_back_whole_and_an_intruder_cannot_take_t
             )
             assert status == 200 and len(answer["NodeNames"]) == 1
     else:
-        schedule(before, *members("g0", k), *members("g1", k))
-    assert len(bound(api, "g0")) == k and len(bound(api, "g1")) == k
-    with killed_and_back(api, how, old) as new:
+        schedule(before, *members("g0", step), *members("g1", step))
+    if planned:
+        deadline = time.monotonic() + 10
+        while len(bound(api, "g0")) + len(bound(api, "g1")) < step:
+            assert time.monotonic() < deadline, "the waves' first Bindings"
+            time.sleep(0.02)
+        time.sleep(0.3)  # the refused Bindings are answered
+        assert len(bound(api, "g0")) + len(bound(api, "g1")) == step
+        api.state.bind_budget = None
+    else:
+        assert len(bound(api, "g0")) == step and len(bound(api, "g1")) == step
+    started = {g for g in ("g0", "g1") if bound(api, g)}
+    with killed_and_back(api, how, old, bind_planned=planned) as new:
         for member in gang_pods("intruder", 4, gpu=8):
             api.put("pods", member)
         after = KubeScheduler(api, new)
@@ -116,8 +143,7 @@ def test_two_gangs_killed_mid_bind_come_back_whole_and_an_intruder_cannot_take_t
         after.settle(timeout=30)
         sizes = {g: len(bound(api, g)) for g in ("g0", "g1", "intruder")}
         assert sorted(sizes.values()) == [0, 4, 4], (sizes, after.reasons)
-        if k:
-            assert sizes["g0"] == sizes["g1"] == 4, "a gang that had started is completed"
+        assert all(sizes[g] == 4 for g in started), "a gang that had started is completed"
         assert_no_double_booking(api)
         assert_nothing_left_behind(new)
         recount_equals(api, new)
@@ -129,7 +155,7 @@ def test_a_bound_member_always_has_its_plan_recorded_before_it_bound(api: FakeAp
     add_nodes(api, 4)
     for member in gang_pods("ring", 4, gpu=8):
         api.put("pods", member)
-    with Extender(api, policy=POLICY) as extender:
+    with Extender(api, policy=POLICY, bind_planned=False) as extender:
         scheduler = KubeScheduler(api, extender)
         time.sleep(0.3)
         schedule(scheduler, "ring-0")
@@ -152,7 +178,7 @@ def test_a_gang_whose_record_no_longer_holds_and_fits_nowhere_is_evicted_whole(
     for gang in ("g0", "g1"):
         for member in gang_pods(gang, 4, gpu=8):
             api.put("pods", member)
-    old = first_replica(api, "restart")
+    old = first_replica(api, "restart", bind_planned=False)  # kube-scheduler binds each member
     before = KubeScheduler(api, old)
     time.sleep(0.3)
     schedule(before, *members("g0", 3), *members("g1", 2))

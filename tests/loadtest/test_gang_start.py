@@ -21,8 +21,15 @@ def test_the_shapes_interleave_the_gangs_members_as_a_controller_creates_two_job
 @pytest.mark.parametrize(
     ("only", "expected"),
     [
-        ("#3373, 8 members", "#3373, 8 members, sim: first gang whole 0.070 s (simulated)"),
-        ("50 gangs", "50 gangs of 8, sim: 201 pods/s (400 pods in 1.99 s, simulated)"),
+        (
+            "#3373, 8 members",
+            "#3373, 8 members, sim --no-bind-planned-members: first gang whole 0.070 s (simulated)",
+        ),
+        (
+            "50 gangs",
+            "50 gangs of 8, sim --no-bind-planned-members: 201 pods/s "
+            "(400 pods in 1.99 s, simulated)",
+        ),
     ],
     ids=[
         "the first of two interleaved gangs is whole after one cycle for each pod of both",
@@ -34,7 +41,7 @@ def test_the_simulated_driver_times_a_gang_and_says_where_its_seconds_went(
 ) -> None:
     page = tmp_path / "benchmarks.md"
     page.write_text("# Benchmarks\n\nkept\n")
-    assert main(["--drivers", "sim", "--only", only, "--write", str(page)]) == 0
+    assert main(["--drivers", "sim-one-by-one", "--only", only, "--write", str(page)]) == 0
     out = capsys.readouterr().out
     assert expected in out
     assert "kube-scheduler 1.36's own gangs, real cluster (issue 36)" in out
@@ -47,9 +54,9 @@ def test_the_simulated_driver_times_a_gang_and_says_where_its_seconds_went(
 def test_the_http_driver_times_a_gang_through_gangplank_serve(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["--drivers", "http", "--only", "#3373, 8 members"]) == 0
+    assert main(["--drivers", "http-one-by-one", "--only", "#3373, 8 members"]) == 0
     out = capsys.readouterr().out
-    assert "#3373, 8 members, http: first gang whole " in out
+    assert "#3373, 8 members, http --no-bind-planned-members: first gang whole " in out
     assert "in gangplank's verbs (filter " in out and "bind 8 calls" in out
 
 
@@ -57,12 +64,13 @@ def test_the_http_driver_times_a_gang_through_gangplank_serve(
 def test_in_the_model_gangplank_binding_the_planned_members_takes_the_gang_out_of_the_queue(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`sim-planned`: once the first member's filter plans the gang, its other members are bound
-    by gangplank (batches of Bindings), not each in its turn of kube-scheduler's queue."""
-    assert main(["--drivers", "sim,sim-planned", "--only", "100 members"]) == 0
+    """`sim` (gangplank's default): once the first member's filter plans the gang, its other
+    members are bound by gangplank (batches of Bindings), not each in its turn of kube-scheduler's
+    queue (`sim-one-by-one`)."""
+    assert main(["--drivers", "sim-one-by-one,sim", "--only", "100 members"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if "first gang whole" in line]
     queued, planned = (float(line.split("whole ")[1].split(" s")[0]) for line in lines)
-    assert "sim --bind-planned-members: first gang whole" in lines[1] and "(simulated)" in lines[1]
+    assert "members, sim: first gang whole" in lines[1] and "(simulated)" in lines[1]
     cycles = int(lines[1].split("), ")[1].split(" scheduling")[0])
     assert cycles < 100, "the members bound by gangplank take no cycle of their own"
     assert planned < queued / 10

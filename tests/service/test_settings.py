@@ -37,6 +37,27 @@ def test_requeue_records_are_kept_in_gangplanks_own_namespace_unless_told_otherw
     assert from_variable.requeue_configmap_ref == ("x", "y")
 
 
+@pytest.mark.parametrize(
+    ("args", "env", "on"),
+    [
+        ([], {}, True),
+        (["--no-bind-planned-members"], {}, False),
+        ([], {"GANGPLANK_BIND_PLANNED_MEMBERS": "false"}, False),
+        (["--bind-planned-members"], {"GANGPLANK_BIND_PLANNED_MEMBERS": "0"}, True),
+    ],
+    ids=[
+        "gangplank binds a plan's other members by default",
+        "--no-bind-planned-members leaves every member to kube-scheduler",
+        "so does GANGPLANK_BIND_PLANNED_MEMBERS=false",
+        "the flag wins over the variable",
+    ],
+)
+def test_planned_members_are_bound_by_gangplank_unless_turned_off(
+    args: list[str], env: dict[str, str], on: bool
+) -> None:
+    assert parse_serve_settings(args, env).bind_planned_members is on
+
+
 def test_in_cluster_ignores_a_kubeconfig() -> None:
     settings = parse_serve_settings(["--in-cluster"], {"KUBECONFIG": "/x"})
     assert settings.in_cluster and settings.kubeconfig is None
