@@ -74,11 +74,12 @@ class Runtime:
         gpu_use: UseReader | None = None,
         requeue_store: RecordStore | None = None,
         history_store: RecordStore | None = None,
-        bind_planned: bool = True,
+        bind_planned: bool = False,
     ) -> None:
         self.store = store
         self.binder = binder
-        # Planned gang members bound at plan time (`plan_binds.py`; --bind-planned-members)
+        # Planned gang members bound at plan time (`plan_binds.py`): `gangplank serve` passes
+        # --bind-planned-members, on by default; off here for runtimes built in process
         self.bind_planned = bind_planned
         self.metrics = metrics
         self.reflectors = list(reflectors)
