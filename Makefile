@@ -70,6 +70,7 @@ bench: install
 	$(BIN)/python -m loadtest.restart_ready --write docs/benchmarks.md $(RESTART_ARGS)
 	$(BIN)/python -m loadtest.gang_start --write docs/benchmarks.md $(GANG_START_ARGS)
 	$(BIN)/python -m loadtest.admissions --write docs/benchmarks.md $(ADMISSIONS_ARGS)
+	$(BIN)/python -m loadtest.plain_pods --write docs/benchmarks.md $(PLAIN_PODS_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
