@@ -140,7 +140,7 @@ class GangPlacer:
         plan = self._reservations.get(key)
         if plan is not None and pod.uid in plan.assignments:
             node = plan.assignments[pod.uid]
-            if node in names or plan.leaving(snapshot):
+            if node in names or plan.leaving(snapshot) or plan.lagging(pod.uid):
                 return Placed(planned_answer(snapshot, plan, pod, names))
             # kube-scheduler's own filters refuse the planned node (something gangplank does
             # not model, such as pod affinity or a volume): plan again without it.

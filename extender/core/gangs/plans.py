@@ -33,6 +33,8 @@ class Plan:
     # `record_on`, naming every member's node (`record_members`), not on each member.
     record_on: str = ""
     record_members: dict[str, str] = field(default_factory=dict)
+    # Members kube-scheduler once did not offer the node their victims left (see `lagging`).
+    unoffered: set[str] = field(default_factory=set)
 
     @classmethod
     def with_victims(
@@ -51,6 +53,17 @@ class Plan:
             last_member_created=max((p.created for p in pods), default=0.0),
             victims=dict(victims),
         )
+
+    def lagging(self, uid: str) -> bool:
+        """Whether kube-scheduler, not offering member `uid` its planned node once the victims
+        left it, may only lag behind: its cycle's snapshot can predate a deletion gangplank's
+        cache has seen. True the first time (the member waits and is nudged: its retry comes
+        after the deletion, so kube-scheduler sees the node free); after that its own filters
+        refuse the node."""
+        if self.assignments.get(uid) not in self.victims.values() or uid in self.unoffered:
+            return False
+        self.unoffered.add(uid)
+        return True
 
     def leaving(self, snapshot: Snapshot) -> int:
         """How many of its victims still hold resources."""

@@ -112,7 +112,10 @@ def plan_gang(
                 candidates.append((count, node))
             else:
                 full.append(node.name)
-        remaining = list(members)
+        # Nodes are filled in order: members kept off some nodes go first, or one free to go
+        # anywhere could take the only node left to them (then the gang would not fit though
+        # it could).
+        remaining = sorted(members, key=lambda p: -len(avoid.get(p.uid, ())))
         candidates.sort(
             key=lambda c: (rank.get(c[1].name, last), -min(c[0], len(remaining)), c[0], c[1].name)
         )

@@ -260,6 +260,57 @@ def test_a_member_whose_planned_node_kube_scheduler_refuses_is_planned_elsewhere
     assert len(again.passed) == 1 and again.passed[0] != first
 
 
+NOW = 1_796_122_800.0  # an hour after the builders' pods are created (victims old enough)
+
+
+def preempted_for(members: list[dict[str, Any]]) -> tuple[Engine, Cluster, str]:
+    """Gang `members` (2 x 8 GPUs) planned by preemption on n0 and n1, where two lower-priority
+    pods ran; the victims are gone from gangplank's view. Returns the engine, the cluster and
+    the plan's key."""
+    low = [pod(f"low{i}", gpu=8, node=f"n{i}", phase="Running") for i in range(2)]
+    cluster = Cluster(nodes=gpu_nodes(2), pods=[*low, *members])
+    gs = Engine()
+    assert gs.filter(cluster.snap(), pod_from_api(members[0]), ["n0", "n1"], NOW).passed == []
+    assert len(gs.preemption.take_evictions()) == 2
+    cluster.delete("pods", *low)
+    return gs, cluster, "gangplank:default/t"
+
+
+def test_a_member_not_offered_the_node_its_victims_just_left_waits_for_kube_schedulers_view() -> (
+    None
+):
+    """kube-scheduler's snapshot of a cycle may predate a victim's deletion that gangplank's
+    cache has already seen: it then offers a member only the other freed node. The plan stands,
+    the member is nudged (after the deletion, so its retry sees it) and passes its own node."""
+    members = gang_pods("t", 2, gpu=8, priority=100)
+    gs, cluster, key = preempted_for(members)
+    plan = gs.reservations.get(key)
+    assert plan is not None
+    on = {
+        node: next(m for m in members if m["metadata"]["uid"] == uid)
+        for uid, node in plan.assignments.items()
+    }
+    late = gs.filter(cluster.snap(), pod_from_api(on["n1"]), ["n0"], NOW + 1)
+    assert late.passed == [] and not late.failed
+    assert "planned on node n1, which kube-scheduler did not offer" in str(late.unresolvable)
+    kept = gs.reservations.get(key)
+    assert kept is not None and kept.assignments == plan.assignments, "the plan stands"
+    nudged = gs.kick_candidates(cluster.snap(), NOW + 1.5)
+    assert ("default", on["n1"]["metadata"]["name"]) in nudged, nudged
+    assert gs.filter(cluster.snap(), pod_from_api(on["n1"]), ["n0", "n1"], NOW + 2).passed == ["n1"]
+    assert gs.filter(cluster.snap(), pod_from_api(on["n0"]), ["n0", "n1"], NOW + 2).passed == ["n0"]
+
+
+def test_a_member_refused_the_node_its_victims_left_twice_is_planned_elsewhere() -> None:
+    members = gang_pods("t", 2, gpu=8, priority=100)
+    gs, cluster, key = preempted_for(members)
+    plan = gs.reservations.get(key)
+    assert plan is not None
+    late = next(m for m in members if plan.assignments[m["metadata"]["uid"]] == "n1")
+    assert gs.filter(cluster.snap(), pod_from_api(late), ["n0"], NOW + 1).passed == []
+    assert gs.filter(cluster.snap(), pod_from_api(late), ["n0"], NOW + 2).passed == ["n0"]
+
+
 def test_node_selectors_and_taints_are_respected_when_planning() -> None:
     tainted = node("t0", gpu=8, cpu="64")
     tainted["spec"]["taints"] = [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}]
@@ -284,6 +335,22 @@ def test_planning_is_all_or_nothing_on_the_snapshot() -> None:
         cluster.snap(), members, 5, lambda n: dict(n.allocatable), allow_partial=True
     )
     assert len(partial.assignments) == 4
+
+
+def test_a_member_kept_off_a_node_is_placed_before_members_that_may_go_anywhere() -> None:
+    """The planner fills nodes in order: a member kept off the second node must take the first,
+    or the gang does not fit though it could."""
+    first, second = (pod_from_api(p) for p in gang_pods("t", 2, gpu=8))
+    cluster = Cluster(nodes=gpu_nodes(2))
+    attempt = plan_gang(
+        cluster.snap(),
+        [first, second],
+        2,
+        lambda n: dict(n.allocatable),
+        avoid={second.uid: {"n1"}},
+    )
+    assert attempt.ok, attempt.reason
+    assert attempt.assignments == {second.uid: "n0", first.uid: "n1"}
 
 
 def test_a_planned_member_is_answered_with_its_node_only() -> None:
