@@ -229,6 +229,11 @@ def _key(obj: dict[str, Any]) -> str:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    # The listen backlog kube-apiserver has (Go listens with net.core.somaxconn): with
+    # socketserver's default of 5, a burst of new connections (a bind wave's 8 Bindings and its
+    # record beside kube-scheduler's bind) overflowed it, and a dropped SYN is sent again only
+    # after a second (`loadtest/gang_start.py` saw whole gangs wait 1.0 s for one Binding).
+    request_queue_size = socket.SOMAXCONN
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Clients hanging up (as the reflector does on purpose) are not errors here."""
