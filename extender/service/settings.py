@@ -272,8 +272,8 @@ FLAGS: dict[str, str] = {
     "stale_after": "seconds a kind's watch may be down before the cluster view counts as stale: "
     "gangs and queued jobs then wait and nothing is evicted (pass-through pods go on)",
     "bind_planned_members": "bind a gang's planned members as soon as a filter call plans it, "
-    "rather than one at a time through kube-scheduler's queue (a 100-pod gang whole in about a "
-    "third of the time); members with claims' volumes or DRA claims, and plans made by "
+    "rather than one at a time through kube-scheduler's queue (a 100-pod gang whole in a tenth of "
+    "the time); members with claims' volumes or DRA claims, and plans made by "
     "preemption, still bind through kube-scheduler (docs/architecture.md, plan binds). "
     "--no-bind-planned-members: every member through kube-scheduler",
     "prometheus_url": "Prometheus (or a server of its HTTP API) to read GPU utilisation from, for "
