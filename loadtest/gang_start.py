@@ -268,7 +268,7 @@ class _TimedVerbs:
         return status, answer
 
 
-class _Bound(threading.Thread):
+class Bound(threading.Thread):
     """When each pod got its node, by gang, from the API server's pod events (whoever bound
     it: kube-scheduler through the bind verb, or gangplank itself)."""
 
@@ -291,7 +291,11 @@ class _Bound(threading.Thread):
                 meta, spec = event.obj["metadata"], event.obj["spec"]
                 if spec.get("nodeName") and meta["uid"] not in self._seen:
                     self._seen.add(meta["uid"])
-                    self.times[(meta.get("labels") or {}).get(GANG, "")].append(now)
+                    self.bound(event.obj, now)
+
+    def bound(self, pod: dict[str, Any], now: float) -> None:
+        """`pod` was seen bound for the first time, at `now`."""
+        self.times[(pod["metadata"].get("labels") or {}).get(GANG, "")].append(now)
 
     def stop(self) -> None:
         self._done.set()
@@ -329,7 +333,7 @@ def run_http(shape: Shape, *flags: str) -> Figure:
     pods = shape.pods()
     with _served(shape, *flags) as (api, base, _):
         verbs = _TimedVerbs(base)
-        bound = _Bound(api)
+        bound = Bound(api)
         bound.start()
         scheduler = KubeScheduler(api, verbs)
         creating = threading.Thread(target=lambda: [api.put("pods", p) for p in pods])

@@ -42,7 +42,7 @@ from typing import Any
 
 from extender.kube.convert import pod_requests, resource_list
 from extender.sim.apiserver import FakeApiServer
-from loadtest.gang_start import cached_pods
+from loadtest.gang_start import Bound, cached_pods
 from loadtest.live import free_port, ready
 from loadtest.markdown import machine, write_section
 from loadtest.restart_ready import gangplank, node
@@ -184,43 +184,19 @@ def _schedule(
     started.put(scheduler.failed)
 
 
-class Kubelets(threading.Thread):
-    """Each pod bound is reported Running and Ready (its kubelet's status update), and the time
-    each was first seen bound is kept."""
+class Kubelets(Bound):
+    """Each pod bound is reported Running and Ready (its kubelet's status update)."""
 
-    def __init__(self, api: FakeApiServer) -> None:
-        super().__init__(daemon=True)
-        self.api = api
-        self.bound_at: list[float] = []
-        self._seen: set[str] = set()
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        read = 0
-        while not self._done.is_set():
-            with self.api.cond:
-                self.api.cond.wait(0.05)
-                events = self.api.state.events["pods"][read:]
-                read += len(events)
-            now = time.monotonic()
-            for event in events:
-                obj = event.obj
-                uid = obj["metadata"]["uid"]
-                if obj["spec"].get("nodeName") and uid not in self._seen:
-                    self._seen.add(uid)
-                    self.bound_at.append(now)
-                    running = json.loads(json.dumps(obj))
-                    running["status"] = {
-                        "phase": "Running",
-                        "startTime": "2026-12-07T00:00:01Z",
-                        "conditions": [{"type": "Ready", "status": "True"}],
-                        "containerStatuses": [{"name": "c", "restartCount": 0, "ready": True}],
-                    }
-                    self.api.put("pods", running)
-
-    def stop(self) -> None:
-        self._done.set()
-        self.join()
+    def bound(self, pod: dict[str, Any], now: float) -> None:
+        super().bound(pod, now)
+        running = json.loads(json.dumps(pod))
+        running["status"] = {
+            "phase": "Running",
+            "startTime": "2026-12-07T00:00:01Z",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "c", "restartCount": 0, "ready": True}],
+        }
+        self.api.put("pods", running)
 
 
 @contextmanager
@@ -274,15 +250,15 @@ def one_round(way: str, nodes: int, count: int) -> float:
             failed = told.get(timeout=600)
             child.join(30)
             deadline = time.monotonic() + 120
-            while len(kubelets.bound_at) < count and time.monotonic() < deadline:
+            while kubelets.count() < count and time.monotonic() < deadline:
                 time.sleep(0.01)
             kubelets.stop()
-            if len(kubelets.bound_at) < count:
+            if kubelets.count() < count:
                 raise RuntimeError(
-                    f"{way}: {len(kubelets.bound_at)} of {count} pods bound "
+                    f"{way}: {kubelets.count()} of {count} pods bound "
                     f"({failed} cycles or binds failed)"
                 )
-            return count / (max(kubelets.bound_at) - started)
+            return count / (max(kubelets.times[""]) - started)
 
 
 def main(argv: list[str] | None = None) -> int:
