@@ -1,4 +1,5 @@
-"""gunicorn's gevent worker, that lets go of idle keep-alive connections when told to stop.
+"""gunicorn's gevent worker, that lets go of idle keep-alive connections when told to stop, and
+sends each answer's headers and body in one write (`one_write.py`).
 
 kube-scheduler keeps its connections to the extender open between calls. gunicorn's gevent worker
 counts a connection waiting for its next request as work in progress, so a SIGTERM (a rollout, a
@@ -16,11 +17,17 @@ from typing import Any
 import gevent
 from gunicorn.workers.ggevent import GeventWorker
 
+from extender.service import one_write
+
 
 class Worker(GeventWorker):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._waiting: set[Any] = set()  # greenlets waiting for a next request
+
+    def init_process(self) -> None:
+        one_write.install()  # each answer's headers and body in one write (`one_write.py`)
+        super().init_process()
 
     def timeout_ctx(self) -> AbstractContextManager[None]:
         """Around each wait for a request on a kept-alive connection (gunicorn's own bound)."""

@@ -91,7 +91,14 @@ def test_every_fixture_is_answered_over_one_keep_alive_connection(
         assert bad.status == 400 and "not valid JSON" in json.loads(bad.read())["Error"]
         # the same connection and process keep serving after bad input
         connection.request("POST", "/scheduler/filter", body=json.dumps(REPLAY_BODY()))
-        assert connection.getresponse().status == 200
+        after = connection.getresponse()
+        assert after.status == 200 and after.read()
+        # an answer without a body (its headers alone, never held back) and one after it
+        connection.request("HEAD", "/readyz")
+        head = connection.getresponse()
+        assert head.status == 200 and head.read() == b""
+        connection.request("GET", "/readyz")
+        assert json.loads(connection.getresponse().read())["ready"] is True
         probe = subprocess.run(
             [sys.executable, "-m", "extender", "probe", "readyz", "--url", served.base],
             capture_output=True,
