@@ -81,7 +81,16 @@ class HttpExtender:
 
     def command(self) -> list[str]:
         config = kubeconfig(self.api.url, Path(self._tmp.name))
-        command = serve_command(self.port, "--kubeconfig", str(config), log_level=self.log_level)
+        # The simulator's kube-scheduler model learns of a bind only from its own bind calls, so
+        # gangplank leaves every member to it here (`loadtest/gang_start.py` models planned binds
+        # in process; the HTTP stand-in, `standin.py`, reads them from the API server).
+        command = serve_command(
+            self.port,
+            "--kubeconfig",
+            str(config),
+            "--no-bind-planned-members",
+            log_level=self.log_level,
+        )
         if self.policy is not None:
             command += ["--policy", str(self.policy)]
         return command
