@@ -48,7 +48,7 @@ from extender.sim.inprocess import InProcess
 from extender.sim.runs import SimPod
 from extender.sim.standin import KubeScheduler
 from extender.sim.workload import JobSpec, pod_object
-from loadtest.live import ready
+from loadtest.live import wait_for
 from loadtest.markdown import machine, write_section
 from loadtest.restart_ready import gangplank, node
 
@@ -321,11 +321,7 @@ def _served(shape: Shape, *flags: str) -> Iterator[tuple[FakeApiServer, str, int
     with FakeApiServer() as api, TemporaryDirectory() as tmp:
         api.load("nodes", [node(i) for i in range(shape.nodes)])
         with gangplank(api.url, Path(tmp), *flags) as (base, process):
-            deadline = time.monotonic() + 120
-            while not ready(base):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("gangplank serve did not get ready")
-                time.sleep(0.1)
+            wait_for(f"{base}/readyz", process, 120)
             yield api, base, process.pid
 
 

@@ -43,7 +43,7 @@ from typing import Any
 from extender.kube.convert import pod_requests, resource_list
 from extender.sim.apiserver import FakeApiServer
 from loadtest.gang_start import Bound, cached_pods
-from loadtest.live import free_port, ready
+from loadtest.live import free_port, wait_for
 from loadtest.markdown import machine, write_section
 from loadtest.restart_ready import gangplank, node
 
@@ -107,7 +107,7 @@ class Scheduler:
         self.names = sorted(self.free)
         self._http = _Connections()
         self._pool = ThreadPoolExecutor(BINDING_CYCLES, thread_name_prefix="binding-cycle")
-        self.failed = 0
+        self.failures: list[str] = []  # pods whose cycle or bind failed (appended by threads)
 
     def run(self, pods: list[dict[str, Any]]) -> None:
         for pod in pods:
@@ -127,7 +127,7 @@ class Scheduler:
             )
             feasible = answer["NodeNames"]
         if not feasible:
-            self.failed += 1
+            self.failures.append(pod["metadata"]["name"])
             return
         chosen = feasible[0]
         if self.extender is not None and len(feasible) > 1:
@@ -167,7 +167,7 @@ class Scheduler:
             status, _ = self._http.post(self.api_url, path, binding)
             ok = status == 201 or status == 200
         if not ok:
-            self.failed += 1
+            self.failures.append(meta["name"])
 
 
 def _schedule(
@@ -181,7 +181,7 @@ def _schedule(
     scheduler = Scheduler(api_url, nodes, extender, binder)
     started.put(time.monotonic())  # CLOCK_MONOTONIC: the same clock in every process
     scheduler.run(pods)
-    started.put(scheduler.failed)
+    started.put(len(scheduler.failures))
 
 
 class Kubelets(Bound):
@@ -210,19 +210,14 @@ def _extender(way: str, api: FakeApiServer) -> Iterator[str | None]:
         process = subprocess.Popen(command)
         base = f"http://127.0.0.1:{port}"
         try:
-            while not ready(base):
-                time.sleep(0.05)
+            wait_for(f"{base}/readyz", process, 120)
             yield base
         finally:
             process.terminate()
             process.wait(30)
         return
     with TemporaryDirectory() as tmp, gangplank(api.url, Path(tmp)) as (base, process):
-        deadline = time.monotonic() + 120
-        while not ready(base):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("gangplank serve did not get ready")
-            time.sleep(0.1)
+        wait_for(f"{base}/readyz", process, 120)
         yield base
 
 

@@ -9,8 +9,8 @@ alone, alternated with gunicorn's own response: 208 / 224 / 211 pods a second ag
 200.
 
 gunicorn builds the response object itself (`gunicorn.http.wsgi.create`), so the class is put in
-its place when the worker module is imported (`install`); it changes nothing else gunicorn does:
-the bytes on the wire are the same, only fewer writes carry them.
+its place when the worker process starts (`install`, from `Worker.init_process`); it changes
+nothing else gunicorn does: the bytes on the wire are the same, only fewer writes carry them.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from tests.e2e.test_failover import (
     bound,
     schedule,
 )
+from tests.e2e.test_plan_binds import wait_for
 from tests.fakeapi import FakeApiServer
 from tests.scheduler_sim import Extender, KubeScheduler
 
@@ -124,10 +125,9 @@ def test_two_gangs_killed_mid_bind_come_back_whole_and_an_intruder_cannot_take_t
     else:
         schedule(before, *members("g0", step), *members("g1", step))
     if planned:
-        deadline = time.monotonic() + 10
-        while len(bound(api, "g0")) + len(bound(api, "g1")) < step:
-            assert time.monotonic() < deadline, "the waves' first Bindings"
-            time.sleep(0.02)
+        assert wait_for(lambda: len(bound(api, "g0")) + len(bound(api, "g1")) >= step), (
+            "the waves' first Bindings"
+        )
         time.sleep(0.3)  # the refused Bindings are answered
         assert len(bound(api, "g0")) + len(bound(api, "g1")) == step
         api.state.bind_budget = None
