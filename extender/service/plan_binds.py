@@ -48,9 +48,11 @@ def bind_pod(runtime: Runtime, request: BindRequest) -> str:
     metrics = runtime.metrics
     with runtime.lock:
         decision = runtime.scheduler.check_bind(request)
-        records = runtime.scheduler.records_to_write(
-            runtime.store.snapshot_for_verbs(), uid=request.uid
-        )
+        records = []
+        if runtime.scheduler.reservations.job_of(request.uid) is not None:  # a plan's member
+            records = runtime.scheduler.records_to_write(
+                runtime.store.snapshot_for_verbs(), uid=request.uid
+            )
     if not decision.allowed:
         metrics.binds.labels("refused").inc()
         return decision.reason

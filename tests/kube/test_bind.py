@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import orjson
 from flask.testing import FlaskClient
@@ -120,3 +123,52 @@ def test_binds_over_one_kept_alive_connection_take_milliseconds_not_a_delayed_ac
     for i, uid in enumerate(uids):
         binder.bind(BindRequest("default", f"w-{i}", uid, "n1"))
     assert time.perf_counter() - start < 0.6  # 30 delayed ACKs would be 1.2 s
+
+
+class _Capture(BaseHTTPRequestHandler):
+    """Answers every POST 201 and keeps its path, headers and body."""
+
+    seen: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(201)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_binding_carries_the_clients_credentials_user_agent_and_host_path() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Capture)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        configuration = client.Configuration(host=f"http://127.0.0.1:{port}/k8s/clusters/c-1")
+        configuration.api_key = {"authorization": "token-1"}
+        configuration.api_key_prefix = {"authorization": "Bearer"}
+        # the in-cluster loader rotates the token this way
+        refreshed = iter(["token-2", "token-3"])
+        configuration.refresh_api_key_hook = lambda c: c.api_key.update(  # type: ignore[assignment]
+            authorization=next(refreshed)
+        )
+        binder = ApiBinder(client.CoreV1Api(client.ApiClient(configuration)))
+        binder.bind(BindRequest("team-a", "w-0", "u-0", "n1"))
+        binder.bind(BindRequest("team-a", "w-1", "", "n2"))
+    finally:
+        server.shutdown()
+    (path, headers, body), (_, later, unconditional) = _Capture.seen[-2:]
+    assert path == "/k8s/clusters/c-1/api/v1/namespaces/team-a/pods/w-0/binding"
+    assert headers["authorization"] == "Bearer token-2"
+    assert later["authorization"] == "Bearer token-3"
+    assert headers["user-agent"].startswith("OpenAPI-Generator/")
+    assert headers["content-type"] == "application/json"
+    assert orjson.loads(body) == {
+        "kind": "Binding",
+        "apiVersion": "v1",
+        "metadata": {"name": "w-0", "namespace": "team-a", "uid": "u-0"},
+        "target": {"kind": "Node", "apiVersion": "v1", "name": "n1"},
+    }
+    assert "uid" not in orjson.loads(unconditional)["metadata"]

@@ -137,6 +137,24 @@ def test_verbs_sent_chunked_or_too_large_are_answered_and_the_server_keeps_servi
         assert get(f"{served.base}/scheduler/filter")[0] == 405
 
 
+def test_no_caller_reroutes_a_call_with_a_forwarding_header(
+    cluster: FakeApiServer, tmp_path: Path
+) -> None:
+    # gunicorn lets the peers it trusts (loopback, by default) set SCRIPT_NAME and PATH_INFO and
+    # the scheme by header; no proxy stands in front of gangplank, so it trusts no one with them.
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
+    with Served("--kubeconfig", str(kubeconfig)) as served:
+        deadline = time.monotonic() + 10
+        while get(f"{served.base}/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=5)
+        body = json.dumps(REPLAY_BODY()).encode()
+        headers = {"SCRIPT_NAME": "/scheduler", "X-Forwarded-Proto": "https"}
+        connection.request("POST", "/scheduler/filter", body=body, headers=headers)
+        answer = connection.getresponse()
+        check_filter_answer(REPLAY_BODY(), answer.status, json.loads(answer.read()))
+
+
 @pytest.mark.parametrize("worker_class", WORKER_CLASSES)
 def test_a_client_that_stalls_mid_body_is_answered_408_and_holds_no_thread(
     cluster: FakeApiServer, tmp_path: Path, worker_class: str
