@@ -230,6 +230,15 @@ class ClusterStore:
             if known is not None and known.node_name is None:
                 self._put_pod(known)
 
+    def bound_node(self, uid: str) -> str | None:
+        """The node the store shows pod `uid` bound to (a bind it assumed included), if any."""
+        with self._lock:
+            known = self._pods.get(uid)
+            if known is not None and known.node_name:
+                return known.node_name
+            assumed = self._assumed.get(uid)
+            return assumed[0] if assumed is not None else None
+
     # ---- PodGroups and Jobs ------------------------------------------
     def upsert_pod_group(self, group: PodGroupInfo) -> None:
         with self._lock:

@@ -25,7 +25,7 @@ from extender.core.gangs.gang import Gang
 from extender.core.gangs.holder import HoldKeeper
 from extender.core.gangs.placer import GangConfig, GangPlacer, Placed
 from extender.core.gangs.plan_record import ToWrite
-from extender.core.gangs.plans import planned_answer
+from extender.core.gangs.plans import bound_answer, planned_answer
 from extender.core.gangs.reservations import GangOutcomes, Reservations
 from extender.core.lifecycle.lifecycle import Lifecycle
 from extender.core.line import Line
@@ -167,6 +167,10 @@ class Engine:
             return planned_answer(snapshot, moved, pod, names)
         key = job_key(pod)
         planned = self.reservations.planned_node(pod) is not None
+        if not planned and not is_single(key):
+            bound = bound_answer(snapshot, key, pod, names)
+            if bound is not None:  # bound with its plan's other members (`plan_binds`)
+                return bound
         if stale and not planned:
             queue = self.queue_of(pod)[0] if self.policy is not None else None
             if not is_single(key) or queue is not None:

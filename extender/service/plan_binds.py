@@ -56,6 +56,10 @@ def bind_pod(runtime: Runtime, request: BindRequest) -> str:
     if not decision.allowed:
         metrics.binds.labels("refused").inc()
         return decision.reason
+    if request.uid and runtime.store.bound_node(request.uid) == request.node:
+        # bound there already: by gangplank with its plan's other members, while kube-scheduler's
+        # copy of the pod still waited (its filter passed that node: `plans.bound_answer`)
+        return ""
     try:
         runtime.recorder.write(records)  # a plan is in the cluster before a member binds
         runtime.binder.bind(request)

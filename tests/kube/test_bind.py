@@ -62,6 +62,17 @@ def test_a_bind_the_api_server_refuses_reports_why_in_error(fake_api: FakeApiSer
     assert "already assigned" in answer["Error"]
 
 
+def test_a_bind_to_the_node_a_pod_is_bound_to_already_is_answered_done_without_a_binding(
+    fake_api: FakeApiServer,
+) -> None:
+    # gangplank bound it with its gang's other members while kube-scheduler still filtered its
+    # older copy: its filter passed that node, and its bind is then no error
+    created = fake_api.put("pods", pod("w-0", node="n1"))
+    test_client, _store = app_on(fake_api)
+    assert bind(test_client, "w-0", created["metadata"]["uid"]) == {"Error": ""}
+    assert fake_api.state.bindings == []
+
+
 def test_a_bind_for_a_pod_that_is_gone_reports_not_found(fake_api: FakeApiServer) -> None:
     test_client, _ = app_on(fake_api)
     answer = bind(test_client, "ghost", "u-ghost")

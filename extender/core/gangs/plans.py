@@ -92,3 +92,21 @@ def planned_answer(
         else f"{job_name(plan.key)}: planned on node {node}, which kube-scheduler did not offer"
     )
     return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))
+
+
+def bound_answer(
+    snapshot: Snapshot, key: str, pod: PodInfo, names: Sequence[str]
+) -> FilterResult | None:
+    """A member of gang `key` the cache shows bound already (gangplank bound it with its plan's
+    other members while kube-scheduler's copy still waited): it passes the node it is on, and its
+    bind is answered done. None: `pod` is not bound."""
+    node = next(
+        (p.node_name for p in snapshot.groups.get(key, ()) if p.uid == pod.uid and p.node_name),
+        None,
+    )
+    if node is None:
+        return None
+    if node in names:
+        return FilterResult(passed=[node])
+    reason = f"{job_name(key)}: pod {pod.namespace}/{pod.name} is bound to node {node} already"
+    return FilterResult(passed=[], unresolvable=dict.fromkeys(names, reason))

@@ -530,3 +530,26 @@ def test_a_pod_of_no_gang_is_kept_off_capacity_planned_for_a_gang_on_every_state
         bind(cluster, gs, member, plan.assignments[member["metadata"]["uid"]])
     again = gs.filter(cluster.snap(), single, names(cluster), 2.0)
     assert sorted(again.passed) == ["n0", "n1", "n2"] and not again.unresolvable
+
+
+def test_a_member_bound_with_its_gang_while_kube_scheduler_filtered_it_passes_its_node() -> None:
+    # gangplank binds a plan's other members itself; kube-scheduler may still be filtering one of
+    # them from its older copy of the pod (no node yet). Its answer is the node it is on, not "an
+    # extra pod" of a gang whose members are all placed.
+    members = gang_pods("train", 2, gpu=8)
+    cluster = Cluster(nodes=gpu_nodes(3), pods=members)
+    gs = Engine()
+    (planned,) = filter_all(gs, cluster, members[:1])["train-0"]
+    plan = gs.reservations.get(gs.reservations.job_of(members[0]["metadata"]["uid"]) or "")
+    assert plan is not None
+    (other,) = set(plan.assignments.values()) - {planned}
+    for raw, node_name in ((members[0], planned), (members[1], other)):
+        bind(cluster, gs, raw, node_name)
+    late = pod_from_api(members[1])  # as kube-scheduler's copy has it: not bound
+    assert gs.filter(cluster.snap(), late, names(cluster), 1.0).passed == [other]
+    elsewhere = [n for n in names(cluster) if n != other]
+    refused = gs.filter(cluster.snap(), late, elsewhere, 1.0)
+    assert refused.passed == []
+    assert set(refused.unresolvable.values()) == {
+        f"gang default/train: pod default/train-1 is bound to node {other} already"
+    }
