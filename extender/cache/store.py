@@ -237,7 +237,9 @@ class ClusterStore:
             if known is not None and known.node_name:
                 return known.node_name
             assumed = self._assumed.get(uid)
-            return assumed[0] if assumed is not None else None
+            if assumed is None or self._clock() > assumed[1]:  # as `_effective` reads it
+                return None
+            return assumed[0]
 
     # ---- PodGroups and Jobs ------------------------------------------
     def upsert_pod_group(self, group: PodGroupInfo) -> None:

@@ -62,10 +62,16 @@ class ApiBinder:
         )
         try:
             status, reason, answer = self._post(path, body)
-        except Exception as err:  # network faults: kube-scheduler will retry the pod
+        except (urllib3.exceptions.HTTPError, OSError) as err:  # kube-scheduler retries the pod
             raise BindError(
                 f"binding pod {request.key} to node {request.node} failed: API server unreachable "
                 f"({type(err).__name__}: {shorten(str(err), 200)})"
+            ) from None
+        except Exception as err:  # a fault of gangplank's, not the network's: with its traceback
+            log.exception("binding pod %s to node %s", request.key, request.node)
+            raise BindError(
+                f"binding pod {request.key} to node {request.node} failed: gangplank internal "
+                f"error ({type(err).__name__})"
             ) from None
         if status >= 300:
             raise BindError(
@@ -82,7 +88,12 @@ class ApiBinder:
         if api.cookie:
             headers["Cookie"] = api.cookie
         headers["Accept"] = headers["Content-Type"] = "application/json"
-        api.update_params_for_auth(headers, [], ["BearerToken"], path, "POST", None)
+        # the generated call's one auth setting; `auth_settings()` runs the token's refresh hook
+        # (its signature is the same in every client release pyproject allows, unlike
+        # `ApiClient.update_params_for_auth`'s)
+        token = api.configuration.auth_settings().get("BearerToken")
+        if token and token.get("value"):
+            headers[token["key"]] = token["value"]
         options = {"body": body, "headers": headers, "timeout": self._timeout}
         if self._pool is not None:
             response = self._pool.urlopen(

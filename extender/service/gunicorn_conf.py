@@ -35,6 +35,8 @@ control_socket_disable = True
 # so no caller may say where a request was forwarded from or by which scheme: gunicorn honours
 # none of those headers, from any peer. So there is no peer to check either: gunicorn parsed each
 # caller's address against its list of trusted proxies on every call, 8% of a filter call's CPU.
+# The three go together: "*" alone would trust every caller's forwarding headers (and, were
+# HTTP/2 turned on with `http_protocols`, its cleartext upgrade and `:scheme`; it is off).
 forwarded_allow_ips = "*"
 secure_scheme_headers: dict[str, str] = {}
 forwarder_headers = ""

@@ -8,13 +8,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import orjson
+import pytest
 from flask.testing import FlaskClient
 from kubernetes import client
 
 from extender.cache.handlers import handlers_for
 from extender.cache.store import ClusterStore
 from extender.core.model.answers import BindRequest
-from extender.kube.binder import ApiBinder
+from extender.kube.binder import ApiBinder, BindError
 from extender.observe.metrics import Metrics
 from extender.service.runtime import Runtime
 from extender.web.app import create_app
@@ -183,3 +184,20 @@ def test_a_binding_carries_the_clients_credentials_user_agent_and_host_path() ->
         "target": {"kind": "Node", "apiVersion": "v1", "name": "n1"},
     }
     assert "uid" not in orjson.loads(unconditional)["metadata"]
+
+
+def test_a_fault_of_gangplanks_own_in_a_bind_is_not_reported_as_the_network(
+    fake_api: FakeApiServer,
+) -> None:
+    configuration = client.Configuration(host=fake_api.url)
+    configuration.api_key = {"authorization": "token-1"}
+
+    def broken(_: object) -> None:
+        raise RuntimeError("the token file could not be read")
+
+    configuration.refresh_api_key_hook = broken  # type: ignore[assignment]
+    binder = ApiBinder(client.CoreV1Api(client.ApiClient(configuration)))
+    with pytest.raises(BindError) as raised:
+        binder.bind(BindRequest("default", "w-0", "u-0", "n1"))
+    assert "gangplank internal error (RuntimeError)" in str(raised.value)
+    assert "unreachable" not in str(raised.value)
