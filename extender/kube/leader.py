@@ -57,6 +57,7 @@ class LeaseLeadership:
         self._clock = clock
         self._checked = float("-inf")
         self._leader = False
+        self._asked = 0  # reads of the Lease begun: only the newest may set the answer
 
     def last_known(self) -> bool:
         return self._leader
@@ -66,6 +67,8 @@ class LeaseLeadership:
         if now - self._checked < self._cache_seconds:
             return self._leader
         self._checked = now
+        self._asked += 1
+        asked = self._asked
         try:
             response = self._api.read_namespaced_lease(
                 self._name, self._namespace, _preload_content=False, _request_timeout=(2, 3)
@@ -81,7 +84,10 @@ class LeaseLeadership:
         except Exception as err:  # API server unreachable: keep the last answer
             log.warning("cannot read Lease %s/%s: %s", self._namespace, self._name, err)
             return self._leader
-        self._leader = holder == self._identity or holder.startswith(f"{self._identity}_")
+        if asked == self._asked:
+            # a read begun earlier on another thread, answered late, must not undo what a later
+            # read found (a Lease just lost would look held again until the next read)
+            self._leader = holder == self._identity or holder.startswith(f"{self._identity}_")
         return self._leader
 
 

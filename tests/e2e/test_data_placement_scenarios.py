@@ -114,7 +114,7 @@ def test_a_required_dataset_cached_only_on_full_nodes_waits_with_a_reason_naming
         assert extender.runtime.scheduler.reservations.pods() == 0
         api.delete("pods", "default", "busy-0")
         api.delete("pods", "default", "busy-1")
-        scheduler.settle()
+        scheduler.settle(timeout=30, until=lambda: len(scheduler.bound("train")) == 2)
         assert sorted(scheduler.bound("train").values()) == ["r2-0", "r2-1"]
 
 

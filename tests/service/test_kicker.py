@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
+import types
 
+import orjson
 import pytest
 from kubernetes import client
 from prometheus_client import generate_latest
@@ -116,3 +120,35 @@ def test_periodic_errors_are_exported_by_step() -> None:
     runtime_like.run_once()
     text = generate_latest(metrics.registry).decode()
     assert 'gangplank_periodic_errors_total{step="events"} 1.0' in text
+
+
+class _LateLease:
+    """A Lease read that can be held: the first read's answer (this pod holds it) comes only
+    when `release` is set, after a later read found the other replica holding it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.reads = 0
+
+    def read_namespaced_lease(self, name: str, namespace: str, **_: object) -> object:
+        self.reads += 1
+        if self.reads == 1:
+            self.release.wait(5)
+            holder = "gangplank-a_1"
+        else:
+            holder = "gangplank-b_2"
+        body = orjson.dumps({"spec": {"holderIdentity": holder}})
+        return types.SimpleNamespace(data=body, release_conn=lambda: None)
+
+
+def test_a_lease_read_answered_late_does_not_undo_a_later_read_that_found_it_lost() -> None:
+    lease = _LateLease()
+    check = LeaseLeadership(lease, "gangplank", "gangplank-scheduler", "gangplank-a", 0)
+    early = threading.Thread(target=check.is_leader)
+    early.start()
+    while lease.reads == 0:
+        time.sleep(0.01)
+    assert not check.is_leader(), "the later read: the other replica holds the Lease"
+    lease.release.set()
+    early.join(5)
+    assert not check.last_known(), "the early read's answer came last, but is older"
