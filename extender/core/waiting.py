@@ -7,7 +7,8 @@ which parked pods may go ahead:
 
 - a gang member (`Rejection`): when its gang became valid, complete, or fits now (a dry run, at
   most once per kick interval per gang and only when the cluster changed);
-- a member parked before its gang got a plan: as soon as the plan is made (`planned`);
+- a member parked before its gang got a plan: as soon as the plan is made (`planned`), in
+  the plan or not (an elastic gang's extra the minimum was planned without);
 - a planned member waiting for preemption's victims to leave: once they are gone;
 - a job refused by its queue (`refuse`): when its queue admits it (`queue_nudges`);
 - a pod told to wait for a fresh view of the cluster (`wait_for_fresh_view`): once it is fresh;
@@ -85,18 +86,14 @@ class WaitingRoom:
             waiting.reason = reason
         self._forget_due = min(self._forget_due, now + GANG_FORGET_SECONDS)
 
-    def planned(self, key: str, uids: Collection[str], asking: str) -> None:
-        """Job `key` got a plan: its members parked before are retried now (their node waits);
-        `asking`, whose filter call made it, is being answered already."""
+    def planned(self, key: str, asking: str) -> None:
+        """Job `key` got a plan: its members parked before are retried now (a planned one's
+        node waits; one the plan left out, such as an elastic gang's extra, is placed alone or
+        told why it waits); `asking`, whose filter call made the plan, is answered already."""
         waiting = self._gangs.pop(key, None)
         if waiting is not None:
-            planned = set(uids)
             self._planned.update(
-                {
-                    uid: ref
-                    for uid, (ref, _) in waiting.rejected.items()
-                    if uid in planned and uid != asking
-                }
+                {uid: ref for uid, (ref, _) in waiting.rejected.items() if uid != asking}
             )
 
     def awaits_victims(self, pod: PodInfo, key: str, waits: bool) -> None:

@@ -103,7 +103,8 @@ class Metrics:
         )
         self.binds = Counter(
             "gangplank_binds",
-            "Bind calls by outcome (bound, refused, failed).",
+            "Bind calls by outcome (bound; already-bound: by gangplank, with its plan's other "
+            "members; refused; failed).",
             ["outcome"],
             registry=r,
         )

@@ -59,6 +59,7 @@ def bind_pod(runtime: Runtime, request: BindRequest) -> str:
     if request.uid and runtime.store.bound_node(request.uid) == request.node:
         # bound there already: by gangplank with its plan's other members, while kube-scheduler's
         # copy of the pod still waited (its filter passed that node: `plans.bound_answer`)
+        metrics.binds.labels("already-bound").inc()
         return ""
     try:
         runtime.recorder.write(records)  # a plan is in the cluster before a member binds

@@ -105,3 +105,27 @@ def test_a_plan_not_used_within_its_reservation_is_released_with_a_warning() -> 
     assert notices[0].warning
     assert "reservation expired" in notices[0].message
     assert GANG not in co.reservations
+
+
+def test_an_elastic_gangs_member_parked_before_its_minimum_was_planned_without_it_is_nudged() -> (
+    None
+):
+    """An elastic gang (minimum 2, maximum 3): t-z asks first and waits (1 of 2 pods exist); the
+    minimum is then planned on t-0 and t-1, without t-z. t-z may now go as an extra: it is
+    nudged, not forgotten (kube-scheduler would leave it parked until its 5-minute flush)."""
+    labels = {"gangplank.io/gang": "t"}
+    annotations = {"gangplank.io/gang-size": "2", "gangplank.io/gang-max": "3"}
+    first, *rest = (
+        pod(f"t-{n}", gpu=8, labels=labels, annotations=annotations) for n in ("z", "0", "1")
+    )
+    cluster = Cluster(nodes=nodes(3), pods=[first])
+    co = Engine()
+    assert ask(co, cluster, first, NOW) == [], "1 of 2 pods exist: parked"
+    for member in rest:
+        cluster.add("pods", member)
+    assert len(ask(co, cluster, rest[1], NOW)) == 1, "the minimum is planned"
+    plan = co.reservations.get("gangplank:default/t")
+    assert plan is not None and first["metadata"]["uid"] not in plan.assignments
+    assert ("default", "t-z") in co.kick_candidates(cluster.snap(), NOW)
+    assert co.kick_candidates(cluster.snap(), NOW + 10) == [], "nudged once"
+    assert len(ask(co, cluster, first, NOW + 10)) == 1, "asked again, it goes as the extra"

@@ -54,16 +54,18 @@ def test_members_parked_before_their_gang_got_a_plan_are_nudged_but_the_one_aski
         waiting.park(gang_in(cluster), info(member), Rejection.NO_ROOM, "no room", 0.0)
     assert list(waiting.gang_keys()) == [GANG]
     uids = [m["metadata"]["uid"] for m in members]
-    waiting.planned(GANG, uids[:2], asking=uids[0])
+    waiting.planned(GANG, asking=uids[0])
     assert list(waiting.gang_keys()) == [], "planned: it waits no more"
     nudged = waiting.gang_nudges(cluster.snap(), 1.0, INTERVAL, never, cannot_fit)
-    assert nudged == [ref(members[1])], "g-0 asked (it is being answered), g-2 is not planned"
+    assert nudged == [ref(members[1]), ref(members[2])], (
+        "g-0 asked (it is being answered); g-2, were the plan without it, is told why it waits"
+    )
     assert waiting.gang_nudges(cluster.snap(), 2.0, INTERVAL, never, cannot_fit) == [], "once"
 
 
 def test_a_plan_for_a_gang_nobody_parked_nudges_no_one() -> None:
     waiting, _ = room()
-    waiting.planned(GANG, ["uid-1"], asking="")
+    waiting.planned(GANG, asking="")
     assert waiting.gang_nudges(Cluster().snap(), 0.0, INTERVAL, never, cannot_fit) == []
 
 

@@ -72,6 +72,9 @@ def test_a_bind_to_the_node_a_pod_is_bound_to_already_is_answered_done_without_a
     test_client, _store = app_on(fake_api)
     assert bind(test_client, "w-0", created["metadata"]["uid"]) == {"Error": ""}
     assert fake_api.state.bindings == []
+    metrics = test_client.get("/metrics").get_data(as_text=True)
+    assert 'gangplank_binds_total{outcome="already-bound"} 1.0' in metrics
+    assert 'gangplank_binds_total{outcome="bound"}' not in metrics
 
 
 def test_a_bind_for_a_pod_that_is_gone_reports_not_found(fake_api: FakeApiServer) -> None:

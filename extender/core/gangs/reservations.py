@@ -25,10 +25,10 @@ from extender.core.model.notices import Outbox
 from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
 
 # Told of each plan installed: (job, the uids planned, the pod whose filter call made it or "")
-OnPlanned = Callable[[str, Collection[str], str], None]
+OnPlanned = Callable[[str, str], None]  # the job planned, the member asking
 
 
-def _nobody(key: str, uids: Collection[str], asking: str) -> None:
+def _nobody(key: str, asking: str) -> None:
     return None
 
 
@@ -74,7 +74,7 @@ class Reservations:
             self.outcomes.planned += 1
             self._outbox.planned(plan.key, plan.assignments.values(), len(plan.assignments))
         self._reindex()
-        self._on_planned(plan.key, tuple(plan.assignments), asking)
+        self._on_planned(plan.key, asking)
 
     def release(self, key: str) -> None:
         if self._plans.pop(key, None) is not None:

@@ -3,7 +3,6 @@ notices, and what the others ask of them (by job, by member, by node)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any
 
 from extender.core.gangs.hold import Hold
@@ -26,10 +25,10 @@ class Listener:
     """Who listens to plans installed (the waiting room, in the engine)."""
 
     def __init__(self) -> None:
-        self.heard: list[tuple[str, tuple[str, ...], str]] = []
+        self.heard: list[tuple[str, str]] = []
 
-    def __call__(self, key: str, uids: Collection[str], asking: str) -> None:
-        self.heard.append((key, tuple(uids), asking))
+    def __call__(self, key: str, asking: str) -> None:
+        self.heard.append((key, asking))
 
 
 def bound(raw: dict[str, Any], on: str) -> dict[str, Any]:
@@ -63,8 +62,7 @@ def test_a_plan_installed_is_announced_counted_and_told_to_the_listener() -> Non
         (A, "GangPlanned", "gang default/a: 2 members planned whole on n0")
     ]
     assert reservations.outcomes.planned == 1 and reservations.version == version + 1
-    uids = tuple(sorted(p["metadata"]["uid"] for p in a))
-    assert listener.heard == [(A, uids, a[0]["metadata"]["uid"])]
+    assert listener.heard == [(A, a[0]["metadata"]["uid"])]
     assert A in reservations and len(reservations) == 1 and reservations.pods() == 2
 
 
@@ -73,7 +71,7 @@ def test_a_restored_plan_is_neither_announced_nor_counted_again_but_the_listener
     reservations, outbox, listener = parts()
     reservations.install(plan_of(cluster.snap(), A, ["n0", "n1"]), restored=True)
     assert outbox.take() == [] and reservations.outcomes.planned == 0
-    assert [(key, asking) for key, _, asking in listener.heard] == [(A, "")]
+    assert listener.heard == [(A, "")]
     assert A in reservations
 
 
