@@ -218,6 +218,13 @@ class Metrics:
             ["queue", "rule", "outcome"],
             registry=r,
         )
+        self.regrowths = Counter(
+            "gangplank_elastic_regrowths",
+            "Elastic workloads gangplank made smaller, raised by one member on spare room, by "
+            "kind (Job, PyTorchJob) and outcome (grown; gone, failed).",
+            ["kind", "outcome"],
+            registry=r,
+        )
         self.suspensions = Counter(
             "gangplank_lifecycle_suspensions",
             "Workloads the lifecycle rules requeued through their suspend flag, by kind (Job, "
@@ -312,6 +319,9 @@ class Metrics:
 
     def evicted(self, queue: str, rule: str, outcome: str, pods: int) -> None:
         self.evictions.labels(queue, rule, outcome).inc(pods)
+
+    def regrown(self, kind: str, outcome: str) -> None:
+        self.regrowths.labels(kind, outcome).inc()
 
     def suspended(self, kind: str, action: str, outcome: str) -> None:
         self.suspensions.labels(kind, action, outcome).inc()

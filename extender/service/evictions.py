@@ -96,6 +96,7 @@ class Evictions:
 
     def _resize(self, change: Shrink, why: str) -> None:
         outcome = self.evictor.resize(change, why)
+        self.metrics.regrown(change.kind, outcome)
         log.info("%s %s: from %d to %d", outcome, change.shown, change.current, change.to)
 
     def _recorded_first(self, evictions: list[Eviction]) -> list[Eviction]:

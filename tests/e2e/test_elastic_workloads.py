@@ -91,6 +91,8 @@ def test_a_job_needing_a_node_takes_an_elastic_jobs_extra_its_minimum_runs_on_an
         assert len(bound(api, "el-")) == 4, scheduler.reasons
         assert "gangplank.io/shrunk-from" not in jobs.job("el")["metadata"]["annotations"]
         assert jobs.failed("el") == 0
+        metrics = extender.metrics()
+        assert 'gangplank_elastic_regrowths_total{kind="Job",outcome="grown"} 1.0' in metrics
 
 
 def test_a_pytorchjob_with_elastic_policy_gives_workers_back_by_replicas_and_grows_again(
@@ -129,6 +131,8 @@ def test_a_pytorchjob_with_elastic_policy_gives_workers_back_by_replicas_and_gro
         assert sorted(bound(api, "pt-")) == ["pt-worker-0", "pt-worker-1", "pt-worker-2"]
         scheduler.settle(timeout=2, until=lambda: False)
         assert workers() == 3, "no room for a fourth: it grows no further"
+        grown = 'gangplank_elastic_regrowths_total{kind="PyTorchJob",outcome="grown"} 1.0'
+        assert grown in extender.metrics()
 
 
 def test_a_volcano_job_with_min_available_below_its_replicas_is_elastic(api: FakeApiServer) -> None:
