@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 from http.server import BaseHTTPRequestHandler
 
 from extender.sim.apiserver import KIND_PATHS, LIST_KINDS, Event, WatchFaults
@@ -17,8 +18,8 @@ class FakeApiServer(_FakeApiServer):
     """`go_down(drop=True)`: an outage in which every request's connection is cut before an
     answer (the client sees it reset), rather than answered 503."""
 
-    def __init__(self, bookmark_every: float = 60.0) -> None:
-        super().__init__(bookmark_every)
+    def __init__(self, bookmark_every: float = 60.0, tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(bookmark_every, tls)
         self.dropping = False
         api = self
         answering: type[BaseHTTPRequestHandler] = self._server.RequestHandlerClass  # type: ignore[assignment]

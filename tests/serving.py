@@ -19,10 +19,12 @@ def free_port() -> int:
         return port
 
 
-def write_kubeconfig(path: Path, server: str) -> Path:
+def write_kubeconfig(path: Path, server: str, ca: Path | None = None) -> Path:
+    """A kubeconfig for `server` (`ca`: the CA its HTTPS certificate is signed by)."""
+    authority = f"    certificate-authority: {ca}\n" if ca is not None else ""
     path.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-        f"clusters:\n- name: fake\n  cluster:\n    server: {server}\n"
+        f"clusters:\n- name: fake\n  cluster:\n    server: {server}\n{authority}"
         "users:\n- name: fake\n  user:\n    token: not-a-secret\n"
         "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n"
     )

@@ -121,6 +121,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return check_policy(args.file)
         return import_policy(args.files)
     if args.command == "serve":
+        if args.worker_class == "gevent":
+            _patch_ssl_for_gevent()
         try:
             settings = settings_from_args(args)
             _check_cluster_access(settings)
@@ -146,6 +148,18 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return run_live_demo(args.port, args.once, args.jobs, args.seconds, Path(args.out))
     return _probe(f"{client_url(args, parser).rstrip('/')}/{args.endpoint}")
+
+
+def _patch_ssl_for_gevent() -> None:
+    """gevent's ssl, before anything imports the kubernetes client. The gevent worker patches
+    the standard library when it starts, but the master (this process) has imported urllib3 by
+    then (the kubeconfig's namespace is read with the kubernetes client), and urllib3 holds
+    ssl's own SSLContext: in the worker every call to an HTTPS API server ended in a
+    RecursionError. ssl alone is patched here; the worker patches the rest, and the arbiter's
+    signals, sleeps and child reaping stay the standard library's."""
+    from gevent import monkey
+
+    monkey.patch_ssl()
 
 
 def _probe(url: str) -> int:

@@ -18,6 +18,7 @@ import copy
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 import uuid
@@ -247,13 +248,18 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeApiServer:
     """Start with `with FakeApiServer() as api:`; `api.url` is the base URL."""
 
-    def __init__(self, bookmark_every: float = 60.0) -> None:
+    def __init__(self, bookmark_every: float = 60.0, tls: ssl.SSLContext | None = None) -> None:
+        """`tls`: served over HTTPS with this server context, as every real API server is."""
         # kube-apiserver's watch cache sends each watch that asked for bookmarks one a minute
         # (its defaultBookmarkFrequency), so a quiet kind's stream is never silent for long.
         self.bookmark_every = bookmark_every
         self.state = State()
         self.cond = threading.Condition()
         self._server = _QuietServer(("127.0.0.1", 0), _make_handler(self))
+        self._scheme = "http"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self.closing = False
         # (kind, namespace) -> (resourceVersion, the objects sorted as a list answers them)
@@ -262,7 +268,7 @@ class FakeApiServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     def __enter__(self) -> FakeApiServer:
         self._thread.start()

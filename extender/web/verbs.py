@@ -52,6 +52,7 @@ class Verbs:
         metrics = runtime.metrics
         self._latency = {verb: metrics.latency.labels(verb) for verb in VERBS}
         self._last_answer: tuple[NodeScores, int, bytes] | None = None
+        self._counted: dict[tuple[str, int], Any] = {}  # (verb, status) -> its requests child
         self._plan_binds = PlanBinds(runtime)
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
             "filter": self._filter,
@@ -71,7 +72,11 @@ class Verbs:
         finally:
             self._latency[verb].observe(time.perf_counter() - started)
             end_call()
-        self.runtime.metrics.requests.labels(verb, str(answer[0])).inc()
+        counted = self._counted.get((verb, answer[0]))
+        if counted is None:  # a child's lookup takes the family's lock: once per verb and status
+            counted = self.runtime.metrics.requests.labels(verb, str(answer[0]))
+            self._counted[(verb, answer[0])] = counted
+        counted.inc()
         return answer
 
     def _answer(self, verb: str, data: bytes, remote: str | None) -> Answer:

@@ -254,6 +254,42 @@ def test_bind_through_gunicorn_creates_the_binding(cluster: FakeApiServer, tmp_p
     assert cluster.state.objects["pods"]["default/gpu-one"]["spec"]["nodeName"] == "n1"
 
 
+@pytest.mark.parametrize("worker_class", WORKER_CLASSES)
+def test_an_api_server_over_https_is_watched_and_bound_through_from_a_kubeconfig(
+    tmp_path: Path, worker_class: str
+) -> None:
+    # Every real API server is HTTPS. The kubeconfig's namespace is looked up before gunicorn
+    # starts, which imports the kubernetes client (and urllib3) in the master: under the gevent
+    # worker, whose patch came after that, every call failed with a RecursionError.
+    certs = make_certs(tmp_path)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(str(certs["server_cert"]), str(certs["server_key"]))
+    with FakeApiServer(tls=tls) as api:
+        api.put("nodes", node("n1"))
+        created = api.put("pods", pod("gpu-one", gpu=1))
+        assert api.url.startswith("https://")
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url, ca=certs["ca"])
+        flags = ("--kubeconfig", str(kubeconfig), "--worker-class", worker_class)
+        served = Served(*flags, health_url=None)
+        served.health_url = f"{served.base}/readyz"  # ready: the first lists came in over TLS
+        with served:
+            body = {
+                "PodName": "gpu-one",
+                "PodNamespace": "default",
+                "PodUID": created["metadata"]["uid"],
+                "Node": "n1",
+            }
+            request = urllib.request.Request(
+                f"{served.base}/scheduler/bind", data=json.dumps(body).encode()
+            )
+            with urllib.request.urlopen(request, timeout=5) as response:
+                check_bind_answer(response.status, json.loads(response.read()))
+        assert api.state.objects["pods"]["default/gpu-one"]["spec"]["nodeName"] == "n1"
+    assert served.process is not None and served.process.stdout is not None
+    output = served.process.stdout.read().decode()
+    assert "RecursionError" not in output and "MonkeyPatchWarning" not in output, output
+
+
 def test_not_ready_until_the_first_full_list(tmp_path: Path) -> None:
     with FakeApiServer() as api:
         api.faults("nodes").gone_status = 0
