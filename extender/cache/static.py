@@ -37,8 +37,15 @@ def load_cluster_file(path: Path, store: ClusterStore) -> dict[str, int]:
         else:
             loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
             documents = list(yaml.load_all(path.read_text(), Loader=loader))
+    except UnicodeDecodeError as err:
+        raise ClusterFileError(
+            f"cannot read cluster file {path}: not a text file (byte {err.start} is not UTF-8)"
+        ) from None
     except (OSError, yaml.YAMLError, orjson.JSONDecodeError) as err:
-        raise ClusterFileError(f"cannot read cluster file {path}: {err}") from err
+        # one line: PyYAML's message spans several
+        raise ClusterFileError(
+            f"cannot read cluster file {path}: {' '.join(str(err).split())}"
+        ) from None
     by_kind: dict[str, list[Mapping[str, Any]]] = {plural: [] for plural in _KINDS.values()}
     pending = [doc for doc in documents if doc is not None]
     while pending:

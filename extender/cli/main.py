@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import urllib.error
 import urllib.request
@@ -150,6 +151,22 @@ def _main(argv: Sequence[str] | None) -> int:
     return _probe(f"{client_url(args, parser).rstrip('/')}/{args.endpoint}")
 
 
+def _check_bind(bind: str) -> None:
+    """The address can be listened on (gunicorn retried five times, then stopped with a page of
+    its lines)."""
+    if bind.startswith("unix:"):
+        return
+    host, port = bind.rsplit(":", 1)
+    host = host.strip("[]")
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+            probe.bind((host, int(port)))
+    except OSError as err:
+        raise SettingsError(f"--bind {bind}: cannot listen there: {err.strerror or err}") from None
+
+
 def _patch_ssl_for_gevent() -> None:
     """gevent's ssl, before anything imports the kubernetes client. The gevent worker patches
     the standard library when it starts, but the master (this process) has imported urllib3 by
@@ -177,7 +194,15 @@ def _probe(url: str) -> int:
 def _check_cluster_access(settings: Settings) -> None:
     """Refuse, before gunicorn starts, a way to the API server that cannot work here (in the
     worker it would end in a page of gunicorn's lines)."""
+    _check_bind(settings.bind)
     if settings.cluster_file:
+        from extender.cache.static import ClusterFileError, load_cluster_file
+        from extender.cache.store import ClusterStore
+
+        try:  # read once here, so that a mistake is one line and not a worker that fails to boot
+            load_cluster_file(Path(settings.cluster_file), ClusterStore())
+        except ClusterFileError as err:
+            raise SettingsError(str(err)) from None
         return
     if settings.in_cluster:
         if not os.environ.get("KUBERNETES_SERVICE_HOST"):

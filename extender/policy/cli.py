@@ -14,7 +14,7 @@ from extender.core.queues.admission import check_state
 from extender.core.queues.lifecycle import describe_lifecycle, format_duration
 from extender.core.queues.policy import Policy, describe_amounts
 from extender.core.queues.policy_parse import PolicyError, parse_policy
-from extender.policy.file import load_policy, strict_load_all, yaml_message
+from extender.policy.file import load_policy, not_text, strict_load_all, yaml_message
 from extender.policy.importing import ImportRefused, import_sources
 
 
@@ -123,6 +123,9 @@ def import_policy(paths: Sequence[str]) -> int:
             text = sys.stdin.read() if path == "-" else Path(path).read_text()
         except OSError as err:
             print(f"gangplank policy import: {path}: cannot read: {err.strerror}", file=sys.stderr)
+            return 2
+        except UnicodeDecodeError as err:
+            print(f"gangplank policy import: {not_text(path, err)}", file=sys.stderr)
             return 2
         try:
             sources.append((path, [d for d in strict_load_all(text) if d is not None]))

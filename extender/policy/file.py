@@ -92,6 +92,10 @@ def yaml_message(source: str, text: str, err: yaml.YAMLError) -> str:
     return f"{source}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {err.problem}{where}"
 
 
+def not_text(source: str, err: UnicodeDecodeError) -> str:
+    return f"{source}: not a text file (byte {err.start} is not UTF-8)"
+
+
 def load_policy(path: str | Path) -> Policy:
     """The validated policy in `path`; PolicyError names the file, the queue and the field. Its
     `warnings` name resource names that look mistyped (it loads all the same)."""
@@ -100,6 +104,8 @@ def load_policy(path: str | Path) -> Policy:
         text = Path(path).read_text()
     except OSError as err:
         raise PolicyError(f"{source}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise PolicyError(not_text(source, err)) from None
     try:
         data = strict_load(text)
     except yaml.YAMLError as err:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +149,12 @@ class Settings:
             raise SettingsError("--scheduler-names must name at least one scheduler profile")
         if ":" not in self.bind and not self.bind.startswith("unix:"):
             raise SettingsError(f"bind address {self.bind!r} must be HOST:PORT or unix:PATH")
+        if not self.bind.startswith("unix:"):
+            port = self.bind.rsplit(":", 1)[1]
+            if not port.isdigit() or int(port) > 65535:
+                raise SettingsError(f"bind address {self.bind!r}: the port must be 0-65535")
+        if self.tls_cert and self.tls_key:
+            _check_tls(self.tls_cert, self.tls_key, self.tls_client_ca)
         if self.prometheus_url and not self.prometheus_url.startswith(("http://", "https://")):
             raise SettingsError(
                 f"--prometheus-url {self.prometheus_url!r} must start with http:// or https://"
@@ -185,6 +192,27 @@ def _check_policy(path: str) -> None:
         load_policy(path)
     except PolicyError as err:
         raise SettingsError(f"--policy {err}") from None
+
+
+def _check_tls(cert: str, key: str, client_ca: str | None) -> None:
+    """The certificate, its key and the client CA load as gunicorn's worker will load them: a
+    file that is not PEM made every worker fail to boot, and gunicorn boot another, forever."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as err:
+        raise SettingsError(
+            f"--tls-cert {cert} and --tls-key {key}: not a certificate and its private key "
+            f"in PEM ({getattr(err, 'reason', None) or err})"
+        ) from None
+    if client_ca:
+        try:
+            context.load_verify_locations(client_ca)
+        except (ssl.SSLError, OSError) as err:
+            raise SettingsError(
+                f"--tls-client-ca {client_ca}: no CA certificate in PEM "
+                f"({getattr(err, 'reason', None) or err})"
+            ) from None
 
 
 def _env_bool(value: str | None) -> bool:

@@ -26,6 +26,7 @@ from tests.cli.test_why_cli import waiting_gang_server
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 POLICY = str(ROOT / "policies" / "example.yaml")
+DEMO_CLUSTER = str(ROOT / "extender" / "data" / "demo-cluster.yaml")
 KUEUE = """apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: research}
@@ -187,6 +188,47 @@ REFUSED = {
         2,
     ),
     "serve --in-cluster outside a pod": (gangplank("serve", "--in-cluster"), "--in-cluster", 2),
+    "serve --tls-cert and --tls-key not PEM (workers failed to boot, forever, before)": (
+        gangplank("serve", "--tls-cert", "{tmp}/notes.txt", "--tls-key", "{tmp}/notes.txt"),
+        "--tls-cert {tmp}/notes.txt and --tls-key {tmp}/notes.txt: not a certificate and its "
+        "private key in PEM",
+        2,
+    ),
+    "serve --bind to a port that cannot be (a traceback before)": (
+        gangplank("serve", "--cluster-file", DEMO_CLUSTER, "--bind", "127.0.0.1:99999"),
+        "bind address '127.0.0.1:99999': the port must be 0-65535",
+        2,
+    ),
+    "serve --bind to an address not this machine's (five gunicorn retries before)": (
+        gangplank("serve", "--cluster-file", DEMO_CLUSTER, "--bind", "192.0.2.1:18901"),
+        "--bind 192.0.2.1:18901: cannot listen there: Cannot assign requested address",
+        2,
+    ),
+    "serve --cluster-file with a YAML mistake (several lines and gunicorn's before)": (
+        gangplank("serve", "--cluster-file", "{tmp}/broken.yaml"),
+        "cannot read cluster file {tmp}/broken.yaml: while parsing a flow node",
+        2,
+    ),
+    "serve --cluster-file that is not text (a traceback before)": (
+        gangplank("serve", "--cluster-file", "{tmp}/binary.yaml"),
+        "cannot read cluster file {tmp}/binary.yaml: not a text file (byte 0 is not UTF-8)",
+        2,
+    ),
+    "serve --policy that is not text (a traceback before)": (
+        gangplank("serve", "--cluster-file", DEMO_CLUSTER, "--policy", "{tmp}/binary.yaml"),
+        "--policy {tmp}/binary.yaml: not a text file (byte 0 is not UTF-8)",
+        2,
+    ),
+    "policy check of a file that is not text (a traceback before)": (
+        gangplank("policy", "check", "{tmp}/binary.yaml"),
+        "{tmp}/binary.yaml: not a text file (byte 0 is not UTF-8)",
+        2,
+    ),
+    "policy import of a file that is not text (a traceback before)": (
+        gangplank("policy", "import", "{tmp}/binary.yaml"),
+        "{tmp}/binary.yaml: not a text file (byte 0 is not UTF-8)",
+        2,
+    ),
     "serve --stale-after -1": (
         gangplank("serve", "--cluster-file", "{tmp}/kueue.yaml", "--stale-after", "-1"),
         "--stale-after must be more than 0",
@@ -285,6 +327,7 @@ def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (path / "kueue.yaml").write_text(KUEUE)
     (path / "empty.yaml").write_text("# nothing yet\n")
     (path / "broken.yaml").write_text("queues: [\n")
+    (path / "binary.yaml").write_bytes(b"\xff\xfe\x00bin")
     (path / "memory.yaml").write_text(
         "queues:\n  - name: big\n    guarantee: {memory: 4G}\n    max: {memory: 10000Gi}\n"
     )

@@ -168,6 +168,8 @@ def test_the_policy_watcher_follows_the_file_and_keeps_the_last_good_policy(
     assert watcher.check() and [list(p.queues) for p in loaded] == [["a"]]
     path.write_text("queues: [{name: a, weight: -1}]\n")
     assert watcher.check() and "queue a: weight: -1" in refused[0]
+    path.write_bytes(b"\xff\xfe\x00")  # not text: refused and counted, not the watcher's crash
+    assert watcher.check() and refused[1] == f"{path}: not a text file (byte 0 is not UTF-8)"
     path.unlink()
     assert watcher.check() and len(loaded) == 1, "a vanished file keeps the policy in force"
     path.write_text("queues: [{name: a}, {name: b}]\n")
