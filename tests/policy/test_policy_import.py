@@ -452,6 +452,49 @@ def test_an_object_imported_twice_is_refused_naming_both_places(
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "document,message",
+    [
+        (
+            cluster_queue("cq", resourceGroups=5),
+            "ClusterQueue cq (input): spec.resourceGroups is int, not a list",
+        ),
+        (
+            cluster_queue("cq", resourceGroups=[{"coveredResources": "cpu", "flavors": 3}]),
+            "ClusterQueue cq (input): spec.resourceGroups[0].coveredResources is str, not a list",
+        ),
+        (
+            cluster_queue("cq", resourceGroups=[{"flavors": [{"name": "f", "resources": [1]}]}]),
+            "ClusterQueue cq (input): spec.resourceGroups[0].flavors[0].resources[0] is int, not "
+            "a map",
+        ),
+        ({**cluster_queue("cq"), "metadata": 7}, "a ClusterQueue in input: metadata is not a map"),
+        ({**cluster_queue("cq"), "metadata": {}}, "a ClusterQueue in input has no metadata.name"),
+        ({**cluster_queue("cq"), "spec": 5}, "ClusterQueue cq (input): spec is not a map"),
+        (
+            volcano_queue("q", capability=[1]),
+            "Queue q (input): spec.capability is list, not a map",
+        ),
+    ],
+    ids=[
+        "resourceGroups not a list",
+        "coveredResources not a list",
+        "a flavor's resource not a map",
+        "metadata not a map",
+        "no name (imported as a queue named 'queue' before)",
+        "spec not a map (imported with exit 0 before)",
+        "a Volcano capability not a map",
+    ],
+)
+def test_an_object_of_the_wrong_shape_is_refused_naming_the_field(
+    document: dict[str, Any], message: str
+) -> None:
+    # each was a TypeError or AttributeError traceback (or a silent import) before
+    with pytest.raises(ImportRefused) as err:
+        import_manifests([document])
+    assert str(err.value) == message
+
+
 def test_a_fraction_of_a_gpu_or_a_zero_weight_is_reported_not_rounded() -> None:
     imported = import_manifests(
         [cluster_queue("cq", resourceGroups=gpu_quota("2.5"), fairSharing={"weight": "0"})]

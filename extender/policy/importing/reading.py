@@ -21,6 +21,58 @@ KINDS = {
 
 NODES = ("ResourceFlavor", "Topology")
 
+# The fields the import reads whose type is not a scalar, per kind: a path in `spec` ("*": each
+# item of a list) and the type it must have. A field of another type is refused, naming it.
+_QUOTA: dict[str, type] = {
+    "resourceGroups": list,
+    "resourceGroups.*": Mapping,
+    "resourceGroups.*.coveredResources": list,
+    "resourceGroups.*.flavors": list,
+    "resourceGroups.*.flavors.*": Mapping,
+    "resourceGroups.*.flavors.*.resources": list,
+    "resourceGroups.*.flavors.*.resources.*": Mapping,
+    "fairSharing": Mapping,
+    "preemption": Mapping,
+    "excludeResourcePrefixes": list,
+}
+SHAPES: dict[str, dict[str, type]] = {
+    "ClusterQueue": _QUOTA,
+    "Cohort": _QUOTA,
+    "LocalQueue": {"fairSharing": Mapping},
+    "ResourceFlavor": {"nodeLabels": Mapping, "nodeTaints": list, "tolerations": list},
+    "Topology": {"levels": list, "levels.*": Mapping},
+    "Queue": {
+        "capability": Mapping,
+        "deserved": Mapping,
+        "guarantee": Mapping,
+        "guarantee.resource": Mapping,
+    },
+}
+_TYPE_NAMES: dict[type, str] = {list: "a list", Mapping: "a map"}
+
+
+def _misshapen(kind: str, spec: Mapping[str, Any]) -> str | None:
+    """The first field of `spec` whose type is not the one `SHAPES` says, as people read it."""
+    for path, wanted in SHAPES.get(kind, {}).items():
+        for where, value in _at(spec, path.split("."), "spec"):
+            if value is not None and not isinstance(value, wanted):
+                return f"{where} is {type(value).__name__}, not {_TYPE_NAMES[wanted]}"
+    return None
+
+
+def _at(value: Any, steps: list[str], where: str) -> Iterable[tuple[str, Any]]:
+    """The values at `steps` under `value` (each item where a step is "*"), with their paths."""
+    if not steps:
+        yield where, value
+        return
+    step, rest = steps[0], steps[1:]
+    if step == "*":
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from _at(item, rest, f"{where}[{i}]")
+    elif isinstance(value, Mapping) and step in value:
+        yield from _at(value[step], rest, f"{where}.{step}")
+
 
 def _objects(source: str, documents: Iterable[Any], out: Imported) -> Iterable[Manifest]:
     for doc in documents:
@@ -32,14 +84,23 @@ def _objects(source: str, documents: Iterable[Any], out: Imported) -> Iterable[M
         kind = str(doc.get("kind") or "")
         group = str(doc.get("apiVersion", "")).split("/")[0]
         meta = doc.get("metadata") or {}
-        name = str(meta.get("name", ""))
+        if not isinstance(meta, Mapping):
+            raise ImportRefused(f"a {kind or 'object'} in {source}: metadata is not a map")
+        name = meta.get("name")
         if (group, kind) not in KINDS:
             out.notes.append(f"{kind or 'object'} {name or '?'} ({doc.get('apiVersion')}) skipped")
             continue
+        if not isinstance(name, str) or not name:
+            raise ImportRefused(f"a {kind} in {source} has no metadata.name")
         if kind == "LocalQueue":
             name = f"{meta.get('namespace') or 'default'}/{name}"
         spec = doc.get("spec") or {}
-        yield Manifest(source, kind, name, spec if isinstance(spec, Mapping) else {}, doc)
+        if not isinstance(spec, Mapping):
+            raise ImportRefused(f"{kind} {name} ({source}): spec is not a map")
+        problem = _misshapen(kind, spec)
+        if problem is not None:
+            raise ImportRefused(f"{kind} {name} ({source}): {problem}")
+        yield Manifest(source, kind, name, spec, doc)
 
 
 def _once(objects: list[Manifest]) -> list[Manifest]:
