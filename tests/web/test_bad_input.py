@@ -141,6 +141,45 @@ BAD_BODIES: list[tuple[str, str, bytes, str]] = [
         orjson.dumps({**fixture("bind.json"), "PodName": 5}),
         "PodName must be",
     ),
+    # node names that are not names were answered 200 and sent back (or bound to) before
+    *(
+        (
+            f"{verb} with the node name {name!r}",
+            verb,
+            orjson.dumps({**fixture(f"{verb}.nodenames.json"), "NodeNames": ["n1", name]}),
+            f"node name {name!r} is not a valid Kubernetes node name",
+        )
+        for verb in ("filter", "prioritize")
+        for name in ("", "A B", "../etc", "UPPER", "-x", "x" * 254)
+    ),
+    (
+        "a node whose metadata.name is not a name",
+        "filter",
+        orjson.dumps(
+            {
+                **fixture("filter.nodes.json"),
+                "Nodes": {"items": [{"metadata": {"name": "../x"}}]},
+            }
+        ),
+        "node name '../x' is not a valid Kubernetes node name",
+    ),
+    (
+        "preempt on a node name that is not a name",
+        "preempt",
+        orjson.dumps(
+            {
+                **fixture("preempt.metavictims.json"),
+                "NodeNameToMetaVictims": {"a/b": {"Pods": [], "NumPDBViolations": 0}},
+            }
+        ),
+        "node name 'a/b' is not a valid Kubernetes node name",
+    ),
+    (
+        "bind to a node name that is not a name",
+        "bind",
+        orjson.dumps({**fixture("bind.json"), "Node": "../x"}),
+        "node name '../x' is not a valid Kubernetes node name",
+    ),
 ]
 
 
