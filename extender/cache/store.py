@@ -230,6 +230,14 @@ class ClusterStore:
             if known is not None and known.node_name is None:
                 self._put_pod(known)
 
+    def pod_named(self, namespace: str, name: str) -> PodInfo | None:
+        """The pod `namespace`/`name` (a scan: for the demo's binder, not the hot path)."""
+        with self._lock:
+            return next(
+                (p for p in self._pods.values() if p.name == name and p.namespace == namespace),
+                None,
+            )
+
     def bound_node(self, uid: str) -> str | None:
         """The node the store shows pod `uid` bound to (a bind it assumed included), if any."""
         with self._lock:

@@ -154,7 +154,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def _check_bind(bind: str) -> None:
     """The address can be listened on (gunicorn retried five times, then stopped with a page of
     its lines)."""
-    if bind.startswith("unix:"):
+    if bind.startswith(("unix:", "fd://")):
         return
     host, port = bind.rsplit(":", 1)
     host = host.strip("[]")

@@ -10,6 +10,7 @@ import orjson
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from extender.cache.store import ClusterStore
 from extender.core.model.answers import BindRequest
 from extender.core.model.text import shorten
 
@@ -112,9 +113,29 @@ class ApiBinder:
 
 
 class StoreBinder:
-    """Demo mode: no API server; the binding is recorded in the embedded view only."""
+    """Demo mode: no API server; the binding is recorded in the embedded view only. Given the
+    view, a bind the API server would refuse is refused as it would be (the pod not there, of
+    another UID, or bound already), not answered done."""
+
+    def __init__(self, store: ClusterStore | None = None) -> None:
+        self._store = store
 
     def bind(self, request: BindRequest) -> None:
+        found = self._store.pod_named(request.namespace, request.name) if self._store else None
+        refusal = None
+        if self._store is not None and found is None:
+            refusal = f'HTTP 404: pods "{request.name}" not found'
+        elif found is not None and request.uid and found.uid != request.uid:
+            refusal = (
+                f"HTTP 409: Precondition failed: UID in precondition: {request.uid}, UID in "
+                f"object meta: {found.uid}"
+            )
+        elif found is not None and found.node_name and found.node_name != request.node:
+            refusal = (
+                f'HTTP 409: pod {request.name} is already assigned to node "{found.node_name}"'
+            )
+        if refusal is not None:
+            raise BindError(f"binding pod {request.key} to node {request.node} failed: {refusal}")
         log.info(
             "demo: bound %s to %s in the embedded cluster view (no API server)",
             request.key,

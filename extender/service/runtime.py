@@ -260,7 +260,7 @@ def build_runtime(settings: Settings, metrics: Metrics | None = None) -> Runtime
         )
         return Runtime(
             store,
-            StoreBinder(),
+            StoreBinder(store),
             metrics,
             preloaded=True,
             config=config,

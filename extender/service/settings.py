@@ -149,7 +149,7 @@ class Settings:
             raise SettingsError("--scheduler-names must name at least one scheduler profile")
         if ":" not in self.bind and not self.bind.startswith("unix:"):
             raise SettingsError(f"bind address {self.bind!r} must be HOST:PORT or unix:PATH")
-        if not self.bind.startswith("unix:"):
+        if not self.bind.startswith(("unix:", "fd://")):  # fd://N: a socket handed over open
             port = self.bind.rsplit(":", 1)[1]
             if not port.isdigit() or int(port) > 65535:
                 raise SettingsError(f"bind address {self.bind!r}: the port must be 0-65535")

@@ -126,6 +126,34 @@ def test_a_gang_member_is_bound_only_to_its_planned_node() -> None:
     assert bind(test_client, "t-0", uid, planned) == {"Error": ""}
 
 
+def test_the_demos_binder_refuses_what_the_api_server_would_not_bind() -> None:
+    # `serve --cluster-file`: answered done (and counted bound) for any pod before
+    from extender.kube.binder import StoreBinder
+
+    store = ClusterStore()
+    handlers = handlers_for(store)
+    handlers["nodes"].replace([node("n1"), node("n2")])
+    waiting, placed = pod("w-0"), pod("w-1", node="n2")
+    handlers["pods"].replace([waiting, placed])
+    app = create_app(Runtime(store, StoreBinder(store), Metrics(), preloaded=True))
+    test_client = app.test_client()
+    gone = bind(test_client, "ghost", "u-ghost")
+    assert (
+        gone["Error"]
+        == 'binding pod default/ghost to node n1 failed: HTTP 404: pods "ghost" not found'
+    )
+    other = bind(test_client, "w-0", "uid-of-another-w-0")
+    assert (
+        "HTTP 409: Precondition failed: UID in precondition: uid-of-another-w-0" in other["Error"]
+    )
+    taken = bind(test_client, "w-1", placed["metadata"]["uid"], "n1")
+    assert 'HTTP 409: pod w-1 is already assigned to node "n2"' in taken["Error"]
+    assert bind(test_client, "w-0", waiting["metadata"]["uid"]) == {"Error": ""}
+    assert store.bound_node(waiting["metadata"]["uid"]) == "n1"
+    metrics = test_client.get("/metrics").get_data(as_text=True)
+    assert 'gangplank_binds_total{outcome="failed"} 3.0' in metrics
+
+
 def test_binds_over_one_kept_alive_connection_take_milliseconds_not_a_delayed_ack_each(
     fake_api: FakeApiServer,
 ) -> None:
