@@ -10,6 +10,7 @@ import select
 import sys
 import urllib.parse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 
@@ -125,6 +126,21 @@ def above(
 positive_int = above(int, 0)
 positive_float = above(float, 0)
 non_negative_float = above(float, 0, inclusive=True)
+
+
+def unwritable_out(flag: str, path: str) -> str | None:
+    """Why `path` cannot take a run's report (made now if it is not there), or None: said
+    before the run, not after it."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        return f"{flag} {path}: a file, not a directory"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return f"{flag} {path}: cannot create it: {err.strerror or err}"
+    if not os.access(out, os.W_OK):
+        return f"{flag} {path}: cannot write there"
+    return None
 
 
 def port(text: str) -> int:

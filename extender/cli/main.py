@@ -18,6 +18,7 @@ from extender.cli.args import (
     positive_float,
     positive_int,
     quiet_when_the_reader_leaves,
+    unwritable_out,
 )
 from extender.cli.client import (
     CLIENT_COMMANDS,
@@ -138,8 +139,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return simulate_main(args)
     if args.command == "demo":
-        if Path(args.out).exists() and not Path(args.out).is_dir():
-            print(f"gangplank demo: --out {args.out}: a file, not a directory", file=sys.stderr)
+        problem = unwritable_out("--out", args.out)
+        if problem is not None:
+            print(f"gangplank demo: {problem}", file=sys.stderr)
             return 2
         if args.curl:
             from extender.cli.demo import run_demo

@@ -10,8 +10,8 @@ import orjson
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from extender.cache.store import ClusterStore
 from extender.core.model.answers import BindRequest
+from extender.core.model.snapshot import PodInfo
 from extender.core.model.text import shorten
 
 log = logging.getLogger("gangplank.bind")
@@ -112,12 +112,18 @@ class ApiBinder:
         return response.status, response.reason, answer
 
 
+class PodsByName(Protocol):
+    """The demo's view of the pods (the cluster store)."""
+
+    def pod_named(self, namespace: str, name: str) -> PodInfo | None: ...
+
+
 class StoreBinder:
     """Demo mode: no API server; the binding is recorded in the embedded view only. Given the
     view, a bind the API server would refuse is refused as it would be (the pod not there, of
     another UID, or bound already), not answered done."""
 
-    def __init__(self, store: ClusterStore | None = None) -> None:
+    def __init__(self, store: PodsByName | None = None) -> None:
         self._store = store
 
     def bind(self, request: BindRequest) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extender.cli.args import unwritable_out
 from extender.core.queues.fairness import DEFAULT_WINDOW, Fairness
 from extender.core.queues.lifecycle import format_duration
 from extender.core.queues.policy import Policy
@@ -209,8 +210,9 @@ def main(args: argparse.Namespace) -> int:
         reference = args.policy or next(iter(compared), None)
         if not args.no_baseline:
             variants.append(Variant("kube-scheduler alone", args.cluster, None, baseline=True))
-        if Path(args.out).exists() and not Path(args.out).is_dir():
-            raise ValueError(f"--out {args.out}: a file, not a directory")
+        problem = unwritable_out("--out", args.out)
+        if problem is not None:
+            raise ValueError(problem)
     except argparse.ArgumentTypeError as err:
         print(f"gangplank simulate: --compare: {err}", file=sys.stderr)
         return 2

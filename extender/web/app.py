@@ -30,9 +30,17 @@ def create_app(runtime: Runtime, settings: Settings | None = None) -> Flask:
     def http_error(err: HTTPException) -> Response:
         status = err.code or 500
         if status == 404:
+            # every GET route the app has, so the list cannot fall behind it
+            gets = sorted(
+                {
+                    r.rule.split("<")[0].rstrip("/") or r.rule
+                    for r in app.url_map.iter_rules()
+                    if "GET" in (r.methods or ()) and r.endpoint != "static"
+                }
+            )
             reason = (
                 f"no route {request.method} {request.path}; gangplank serves {routes}, "
-                "GET /healthz, /readyz, /queues, /status, /why, /metrics"
+                f"GET {', '.join(gets)}"
             )
         elif status == 405:
             allowed = ", ".join(getattr(err, "valid_methods", None) or ())

@@ -182,6 +182,16 @@ REFUSED = {
         "--out",
         2,
     ),
+    "simulate --out it cannot create, before the run (a traceback after it before)": (
+        gangplank("simulate", "--out", "/proc/no-such-report"),
+        "--out /proc/no-such-report: cannot create it",
+        2,
+    ),
+    "demo --out it cannot create, before the demo runs": (
+        gangplank("demo", "--out", "/proc/no-such-report"),
+        "--out /proc/no-such-report: cannot create it",
+        2,
+    ),
     "serve --kubeconfig of no file, before gunicorn starts": (
         gangplank("serve", "--kubeconfig", "/nonexistent"),
         "--kubeconfig /nonexistent: no such file",

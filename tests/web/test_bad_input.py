@@ -203,7 +203,10 @@ def test_bad_body_is_refused_with_400_and_a_reason(
 def test_unknown_route_is_404_naming_the_routes(client: FlaskClient) -> None:
     response = client.post("/scheduler/filtre", data=b"{}")
     assert response.status_code == 404
-    assert "POST /scheduler/filter" in orjson.loads(response.data)["Error"]
+    reason = orjson.loads(response.data)["Error"]
+    assert "POST /scheduler/filter" in reason
+    # every GET route (/pods was left out of a written list before)
+    assert reason.endswith("GET /healthz, /metrics, /pods, /queues, /readyz, /status, /why")
 
 
 def test_get_on_a_verb_is_405(client: FlaskClient) -> None:
