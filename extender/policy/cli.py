@@ -102,7 +102,8 @@ def check_policy(path: str) -> int:
     except PolicyError as err:
         print(f"invalid: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
-    print(f"{path}: valid, {len(policy.queues)} queues")
+    count = len(policy.queues)
+    print(f"{path}: valid, {count} queue{'' if count == 1 else 's'}")
     for line in summary(policy):
         print(line)
     for warning in policy.warnings:

@@ -289,7 +289,7 @@ def test_a_policy_with_a_mistyped_resource_loads_with_a_warning_that_policy_chec
     assert policy.warnings == (warning,)
     assert main(["policy", "check", str(path)]) == 0
     captured = capsys.readouterr()
-    assert "valid, 1 queues" in captured.out
+    assert "valid, 1 queue\n" in captured.out
     assert captured.err == f"warning: {warning}\n"
 
 

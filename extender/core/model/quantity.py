@@ -60,12 +60,13 @@ def exact_quantity(value: object) -> Decimal:
 
 
 def _text(value: object) -> str:
-    if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, bool):  # as YAML spells it (the file said true, not True)
+        raise QuantityError(f"{str(value).lower()} is not a quantity")
     if isinstance(value, int | float):
         return repr(value) if isinstance(value, float) else str(value)
     if not isinstance(value, str):
-        raise QuantityError(f"{value!r} is not a quantity (expected a string like '500m' or '4Gi')")
+        shown = "null (nothing)" if value is None else repr(value)
+        raise QuantityError(f"{shown} is not a quantity (expected a string like '500m' or '4Gi')")
     return value
 
 

@@ -110,13 +110,14 @@ def check_quota(
         if idle - need < protected:
             own = book.guarantee[queue].get(resource, 0)
             in_use = used_of(queue, resource)
+            shown = format_amount(resource, protected)
             return Verdict(
                 False,
                 f"queue {queue}: {job} needs {format_amount(resource, need)} {resource} beyond "
                 f"its guarantee ({format_amount(resource, in_use)} of "
                 f"{format_amount(resource, own)} in use); "
                 f"{format_amount(resource, max(0, idle))} are idle but "
-                f"{format_amount(resource, protected)} of them are guaranteed to queues with "
+                f"{shown} of them {'is' if shown == '1' else 'are'} guaranteed to queues with "
                 f"work waiting ({', '.join(claims)})",
                 "borrow",
             )

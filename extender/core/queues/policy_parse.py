@@ -181,7 +181,12 @@ def _queue(raw: Any, index: int, source: str, defaults: PreemptionRules) -> Queu
         raise _fail(source, f"{where}: parent", f"must be a queue name, not {parent!r}")
     weight = raw.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 1e6:
-        raise _fail(source, f"{where}: weight", f"{weight!r} must be a number above 0")
+        why = (
+            f"{weight!r} is text: write the number without quotes"
+            if isinstance(weight, str)
+            else f"{weight!r} must be a number above 0 (at most 1000000)"
+        )
+        raise _fail(source, f"{where}: weight", why)
     state = raw.get("state", "open")
     if state not in STATES:
         raise _fail(source, f"{where}: state", f"{state!r} is not one of {', '.join(STATES)}")
