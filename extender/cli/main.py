@@ -55,6 +55,9 @@ def build_parser() -> Parser:
         "demo",
         help="gangplank under gunicorn on a simulated cluster, a generated workload driven "
         "through it over HTTP, a live view and a report (--curl: one call of each verb)",
+        description="Run gangplank under gunicorn on a simulated cluster, no Kubernetes "
+        "needed: a generated workload driven through it over HTTP, a live view and a report "
+        "(--curl: one call of each verb, printed as curl commands).",
     )
     demo.add_argument("--port", type=port, default=18888, help="port gangplank serves on")
     demo.add_argument("--once", action="store_true", help="exit at the end instead of serving on")
@@ -94,7 +97,7 @@ def build_parser() -> Parser:
     check = policy_commands.add_parser(
         "check", help="validate a policy file offline (exit 0 valid, 2 invalid)"
     )
-    check.add_argument("file", help="the policy YAML")
+    check.add_argument("file", help="the policy YAML (-: standard input)")
     convert = policy_commands.add_parser(
         "import",
         help="convert Kueue ClusterQueue/LocalQueue/Cohort and Volcano Queue manifests into a "

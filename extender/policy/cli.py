@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,13 @@ from extender.core.queues.admission import check_state
 from extender.core.queues.lifecycle import describe_lifecycle, format_duration
 from extender.core.queues.policy import Policy, describe_amounts
 from extender.core.queues.policy_parse import PolicyError, parse_policy
-from extender.policy.file import load_policy, not_text, strict_load_all, yaml_message
+from extender.policy.file import (
+    load_policy,
+    not_text,
+    policy_from_text,
+    strict_load_all,
+    yaml_message,
+)
 from extender.policy.importing import ImportRefused, import_sources
 
 
@@ -69,12 +76,12 @@ def summary(policy: Policy) -> list[str]:
 IMPORTABLE = {"kueue.x-k8s.io": "Kueue", "scheduling.volcano.sh": "Volcano"}
 
 
-def not_a_policy(path: str) -> str | None:
-    """Why `path` is plainly not one policy document, in one line, or None. (What is in a
-    policy document is load_policy's to judge.)"""
+def not_a_policy(path: str, text: str) -> str | None:
+    """Why `text` (of `path`) is plainly not one policy document, in one line, or None. (What
+    is in a policy document is load_policy's to judge.)"""
     try:
-        documents = [d for d in yaml.safe_load_all(Path(path).read_text()) if d is not None]
-    except (OSError, ValueError, yaml.YAMLError):
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except (ValueError, yaml.YAMLError):
         return None  # load_policy says what is wrong with it
     groups = {str(d.get("apiVersion", "")).split("/")[0] for d in documents if isinstance(d, dict)}
     found = sorted(IMPORTABLE[g] for g in groups & IMPORTABLE.keys())
@@ -94,11 +101,18 @@ def not_a_policy(path: str) -> str | None:
 
 
 def check_policy(path: str) -> int:
-    problem = not_a_policy(path)
+    """`gangplank policy check FILE` (`-`: standard input)."""
     try:
+        text: str | None = None
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with contextlib.suppress(OSError, UnicodeDecodeError):  # load_policy says why
+                text = Path(path).read_text()
+        problem = not_a_policy(path, text) if text is not None else None
         if problem is not None:
             raise PolicyError(problem)
-        policy = load_policy(path)
+        policy = policy_from_text(text or "", path) if path == "-" else load_policy(path)
     except PolicyError as err:
         print(f"invalid: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

@@ -106,6 +106,11 @@ def load_policy(path: str | Path) -> Policy:
         raise PolicyError(f"{source}: cannot read: {err.strerror or err}") from None
     except UnicodeDecodeError as err:
         raise PolicyError(not_text(source, err)) from None
+    return policy_from_text(text, source)
+
+
+def policy_from_text(text: str, source: str) -> Policy:
+    """The validated policy written in `text` (read from `source`, which errors name)."""
     try:
         data = strict_load(text)
     except yaml.YAMLError as err:

@@ -459,3 +459,20 @@ def test_a_broken_pipe_that_is_not_stdout_still_shows() -> None:
 
     with pytest.raises(BrokenPipeError, match="gunicorn"):
         quiet_when_the_reader_leaves(command)
+
+
+def test_policy_check_of_dash_reads_standard_input_as_policy_import_does() -> None:
+    # "invalid: -: cannot read: No such file or directory" before
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [str(BIN / "gangplank"), "policy", "check", "-"]
+    good = subprocess.run(
+        command, input=Path(POLICY).read_text(), capture_output=True, text=True, env=env
+    )
+    assert (good.returncode, good.stdout.splitlines()[0]) == (0, "-: valid, 6 queues")
+    bad = subprocess.run(
+        command, input="queues: [{name: a, weight: '2'}]\n", capture_output=True, text=True, env=env
+    )
+    assert (bad.returncode, bad.stderr) == (
+        2,
+        "invalid: -: queue a: weight: '2' is text: write the number without quotes\n",
+    )
