@@ -45,7 +45,19 @@ class Parser(argparse.ArgumentParser):
         if needed:
             self.print_help(sys.stdout)
             self.exit(2, f"{self.prog}: a subcommand is needed: {needed} (their usage is above)\n")
-        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"{self.prog}: {message} (see `{self._help_of(message)} --help`)\n")
+
+    def _help_of(self, message: str) -> str:
+        """Whose help to read: a flag the command line gives after a subcommand is reported by
+        the top parser, but is that subcommand's mistake (`gangplank status --bogus`)."""
+        if message.startswith("unrecognized arguments"):
+            for action in self._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    given = [a for a in sys.argv[1:] if a in action.choices]
+                    if given:
+                        sub = action.choices[given[0]]
+                        return sub._help_of(message) if isinstance(sub, Parser) else sub.prog
+        return self.prog
 
     def _subcommands_needed(self, message: str) -> str:
         """The subcommands named as `a, b or c` when `message` is argparse's that they are

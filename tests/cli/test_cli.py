@@ -131,6 +131,11 @@ REFUSED = {
         2,
     ),
     "why without a pod": (gangplank("why"), "pod", 2),
+    "a flag a subcommand does not know points to that subcommand's help (to gangplank's before)": (
+        gangplank("policy", "check", "--bogus", POLICY),
+        "unrecognized arguments: --bogus (see `gangplank policy check --help`)",
+        2,
+    ),
     "pods --limit 0": (gangplank("pods", "--limit", "0"), "--limit", 2),
     "simulate --load -1 (math domain error before)": (
         gangplank("simulate", "--load", "-1"),

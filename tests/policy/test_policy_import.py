@@ -495,6 +495,17 @@ def test_an_object_of_the_wrong_shape_is_refused_naming_the_field(
     assert str(err.value) == message
 
 
+@pytest.mark.parametrize("weight", [-2, "abc"])
+def test_a_volcano_weight_that_is_not_a_number_above_0_is_a_note_not_dropped_silently(
+    weight: Any,
+) -> None:
+    imported = import_manifests([volcano_queue("q", weight=weight)])
+    assert "weight" not in imported.queues["q"]
+    assert f"Queue q: weight {weight!r} not mapped (a weight is a number above 0)" in "\n".join(
+        imported.notes
+    )
+
+
 def test_a_fraction_of_a_gpu_or_a_zero_weight_is_reported_not_rounded() -> None:
     imported = import_manifests(
         [cluster_queue("cq", resourceGroups=gpu_quota("2.5"), fairSharing={"weight": "0"})]

@@ -69,6 +69,11 @@ def volcano_queue(obj: Manifest, out: Imported) -> dict[str, Any]:
     weight = spec_weight(obj)
     if weight is not None:
         queue["weight"] = weight
+    elif spec.get("weight") is not None:  # dropped without a word before
+        out.notes.append(
+            f"{obj.where}: weight {spec['weight']!r} not mapped (a weight is a number above 0): "
+            "the queue gets gangplank's default weight, 1"
+        )
     deserved = _amounts(obj, spec.get("deserved"), out)
     guaranteed = _amounts(obj, (spec.get("guarantee") or {}).get("resource"), out)
     if deserved:
