@@ -215,8 +215,25 @@ def _check_tls(cert: str, key: str, client_ca: str | None) -> None:
             ) from None
 
 
+_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
 def _env_bool(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+    return (value or "").strip().lower() in _YES
+
+
+def _check_env_bools(env: Mapping[str, str]) -> None:
+    """A yes/no variable must say yes or no (GANGPLANK_IN_CLUSTER=maybe was read as no)."""
+    defaults = Settings()
+    for name in FLAGS:
+        variable = f"GANGPLANK_{name.upper()}"
+        told = env.get(variable)
+        yes_or_no = isinstance(getattr(defaults, name), bool)
+        if yes_or_no and told is not None and told.strip().lower() not in _YES + _NO:
+            raise SettingsError(
+                f"{variable}={told}: not yes or no (one of {', '.join(_YES)}, or "
+                f"{', '.join(_NO[:-1])})"
+            )
 
 
 def find_namespace(
@@ -367,6 +384,7 @@ def settings_from_args(
     """The settings of parsed flags; the namespace gangplank runs in is found (`find_namespace`)
     from `env` (default: the process's), `namespace_file` and the kubeconfig the flags name."""
     env = os.environ if env is None else env
+    _check_env_bools(env)
     values = {name: getattr(args, name) for name in FLAGS}
     if values["in_cluster"]:
         values["kubeconfig"] = None

@@ -203,6 +203,11 @@ REFUSED = {
         2,
     ),
     "serve --in-cluster outside a pod": (gangplank("serve", "--in-cluster"), "--in-cluster", 2),
+    "serve with a yes/no variable that says neither (read as no before)": (
+        gangplank("serve", GANGPLANK_IN_CLUSTER="maybe"),
+        "GANGPLANK_IN_CLUSTER=maybe: not yes or no",
+        2,
+    ),
     "serve --tls-cert and --tls-key not PEM (workers failed to boot, forever, before)": (
         gangplank("serve", "--tls-cert", "{tmp}/notes.txt", "--tls-key", "{tmp}/notes.txt"),
         "--tls-cert {tmp}/notes.txt and --tls-key {tmp}/notes.txt: not a certificate and its "
