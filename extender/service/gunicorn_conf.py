@@ -2,7 +2,9 @@
 
 One worker process: the reservations and the cluster cache must be one state. Its worker class
 is gevent: one event loop answers every connection, and the watch threads are greenlets of it
-(gunicorn patches the standard library in the worker, before the app is loaded). Measured beside
+(gunicorn patches the standard library in the worker, before the app is loaded; ssl is patched
+earlier, in `gangplank serve` itself, before the kubernetes client is imported: see
+`cli/main.py`'s `_patch_ssl_for_gevent`). Measured beside
 gthread on the same calls (docs/benchmarks.md), it spends about a third of the CPU a call
 (gunicorn's thread hand-offs are gone); gthread stays a setting (`--worker-class gthread`).
 Cooperative means a long computation holds every call until it ends, as the decision lock does
