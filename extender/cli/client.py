@@ -351,6 +351,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, prog: str) ->
     url = client_url(args, parser)
     output = getattr(args, "output", "table")
     namespace = getattr(args, "namespace", None)
+    if args.command == "why":
+        parts = args.pod.split("/")
+        if len(parts) > 2 or not all(parts):  # a usage mistake (exit 2), not "pod not found"
+            parser.error(f"pod {args.pod!r} is not NAME or NAMESPACE/NAME")
     try:
         if args.command == "status":
             data, text = _get(url, "/status", render_status)

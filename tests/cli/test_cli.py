@@ -131,6 +131,11 @@ REFUSED = {
         2,
     ),
     "why without a pod": (gangplank("why"), "pod", 2),
+    "why of a pod that is not NAME or NAMESPACE/NAME (exit 1, as a pod not found, before)": (
+        gangplank("why", "bad//name", "--url", "{url}"),
+        "pod 'bad//name' is not NAME or NAMESPACE/NAME",
+        2,
+    ),
     "a flag a subcommand does not know points to that subcommand's help (to gangplank's before)": (
         gangplank("policy", "check", "--bogus", POLICY),
         "unrecognized arguments: --bogus (see `gangplank policy check --help`)",
