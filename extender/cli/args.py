@@ -9,7 +9,7 @@ import os
 import select
 import sys
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -39,6 +39,13 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
+        self._argv: list[str] = []
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._argv, namespace)
 
     def error(self, message: str) -> NoReturn:
         needed = self._subcommands_needed(message)
@@ -53,10 +60,13 @@ class Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments"):
             for action in self._actions:
                 if isinstance(action, argparse._SubParsersAction):
-                    given = [a for a in sys.argv[1:] if a in action.choices]
+                    given = [a for a in self._argv if a in action.choices]
                     if given:
                         sub = action.choices[given[0]]
-                        return sub._help_of(message) if isinstance(sub, Parser) else sub.prog
+                        if isinstance(sub, Parser):
+                            sub._argv = self._argv[self._argv.index(given[0]) + 1 :]
+                            return sub._help_of(message)
+                        return str(sub.prog)
         return self.prog
 
     def _subcommands_needed(self, message: str) -> str:
@@ -141,18 +151,21 @@ non_negative_float = above(float, 0, inclusive=True)
 
 
 def unwritable_out(flag: str, path: str) -> str | None:
-    """Why `path` cannot take a run's report (made now if it is not there), or None: said
-    before the run, not after it."""
+    """Why `path` cannot take a run's report, or None: said before the run, not after it. A
+    directory not there yet is made to be sure it can be, then taken away again (a run
+    refused or stopped writes nothing)."""
     out = Path(path)
     if out.exists() and not out.is_dir():
         return f"{flag} {path}: a file, not a directory"
+    missing = [p for p in (out, *out.parents) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         return f"{flag} {path}: cannot create it: {err.strerror or err}"
-    if not os.access(out, os.W_OK):
-        return f"{flag} {path}: cannot write there"
-    return None
+    writable = os.access(out, os.W_OK)
+    for made in missing:  # deepest first
+        made.rmdir()
+    return None if writable else f"{flag} {path}: cannot write there"
 
 
 def port(text: str) -> int:

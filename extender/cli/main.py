@@ -142,7 +142,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return simulate_main(args)
     if args.command == "demo":
-        problem = unwritable_out("--out", args.out)
+        problem = None if args.curl else unwritable_out("--out", args.out)  # --curl writes none
         if problem is not None:
             print(f"gangplank demo: {problem}", file=sys.stderr)
             return 2
@@ -159,15 +159,17 @@ def _main(argv: Sequence[str] | None) -> int:
 def _check_bind(bind: str) -> None:
     """The address can be listened on (gunicorn retried five times, then stopped with a page of
     its lines)."""
-    if bind.startswith(("unix:", "fd://")):
-        return
-    host, port = bind.rsplit(":", 1)
-    host = host.strip("[]")
+    if bind.startswith(("unix:", "fd://")) or {"GUNICORN_FD", "LISTEN_FDS"} & os.environ.keys():
+        return  # a socket handed over open: the demo's, gunicorn's USR2 upgrade (whose old
+        # master still listens on the port), systemd's socket activation
+    host, port = bind.removeprefix("tcp://").rsplit(":", 1)
     try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]") or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
-            probe.bind((host, int(port)))
+            probe.bind(address)
     except OSError as err:
         raise SettingsError(f"--bind {bind}: cannot listen there: {err.strerror or err}") from None
 

@@ -100,12 +100,21 @@ def not_a_policy(path: str, text: str) -> str | None:
     return None
 
 
+def read_stdin() -> str:
+    """Standard input as UTF-8 text (UnicodeDecodeError otherwise, as a file's read: the text
+    stream's surrogate escapes ended in a traceback)."""
+    return sys.stdin.buffer.read().decode("utf-8")
+
+
 def check_policy(path: str) -> int:
     """`gangplank policy check FILE` (`-`: standard input)."""
     try:
         text: str | None = None
         if path == "-":
-            text = sys.stdin.read()
+            try:
+                text = read_stdin()
+            except UnicodeDecodeError as err:
+                raise PolicyError(not_text(path, err)) from None
         else:
             with contextlib.suppress(OSError, UnicodeDecodeError):  # load_policy says why
                 text = Path(path).read_text()
@@ -135,7 +144,7 @@ def import_policy(paths: Sequence[str]) -> int:
     sources: list[tuple[str, list[Any]]] = []
     for path in paths:
         try:
-            text = sys.stdin.read() if path == "-" else Path(path).read_text()
+            text = read_stdin() if path == "-" else Path(path).read_text()
         except OSError as err:
             print(f"gangplank policy import: {path}: cannot read: {err.strerror}", file=sys.stderr)
             return 2

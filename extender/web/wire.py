@@ -20,7 +20,8 @@ from extender.core.model.snapshot import PodInfo
 from extender.kube.convert import ConversionError, pod_from_api
 
 # Characters that never occur in a Kubernetes name and would need escaping in JSON.
-_NODE_NAME = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_NODE_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*")  # a DNS-1123 subdomain
 
 
 class BadRequest(Exception):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -491,3 +492,34 @@ def test_policy_check_of_dash_reads_standard_input_as_policy_import_does() -> No
         2,
         "invalid: -: queue a: weight: '2' is text: write the number without quotes\n",
     )
+
+
+def test_policy_check_and_import_of_standard_input_that_is_not_text_say_so() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for verb in ("check", "import"):
+        done = subprocess.run(
+            [str(BIN / "gangplank"), "policy", verb, "-"],
+            input=b"\xff\xfe\x00",
+            capture_output=True,
+            env=env,
+        )
+        assert done.returncode == 2, done.stderr  # a UnicodeEncodeError traceback before
+        assert b"-: not a text file (byte 0 is not UTF-8)" in done.stderr
+        assert b"Traceback" not in done.stderr
+
+
+def test_serve_leaves_a_socket_handed_over_to_gunicorn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # gunicorn's USR2 upgrade starts the same command with GUNICORN_FD while the old master
+    # still listens on the port: checking that the port is free refused the upgrade
+    from extender.cli.main import _check_bind
+    from extender.service.settings import SettingsError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        with pytest.raises(SettingsError, match="cannot listen there: Address already in use"):
+            _check_bind(address)
+        monkeypatch.setenv("GUNICORN_FD", "5")
+        _check_bind(address)
+    _check_bind("tcp://127.0.0.1:0")  # gunicorn's tcp:// form

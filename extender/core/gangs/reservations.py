@@ -24,8 +24,8 @@ from extender.core.model.answers import BindDecision, BindRequest
 from extender.core.model.notices import Outbox
 from extender.core.model.snapshot import NodeInfo, PodInfo, Snapshot
 
-# Told of each plan installed: (job, the uids planned, the pod whose filter call made it or "")
-OnPlanned = Callable[[str, str], None]  # the job planned, the member asking
+# Told of each plan installed: (the job, the pod whose filter call made it or "")
+OnPlanned = Callable[[str, str], None]
 
 
 def _nobody(key: str, asking: str) -> None:
