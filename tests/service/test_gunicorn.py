@@ -234,22 +234,27 @@ def REPLAY_BODY() -> dict[str, Any]:
     return fixture("filter.nodenames.json")
 
 
+def bind_on_n1(served: Served, created: dict[str, Any]) -> None:
+    """kube-scheduler's bind of pod `created` to n1, through the served gangplank."""
+    body = {
+        "PodName": created["metadata"]["name"],
+        "PodNamespace": "default",
+        "PodUID": created["metadata"]["uid"],
+        "Node": "n1",
+    }
+    request = urllib.request.Request(
+        f"{served.base}/scheduler/bind", data=json.dumps(body).encode()
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        check_bind_answer(response.status, json.loads(response.read()))
+
+
 def test_bind_through_gunicorn_creates_the_binding(cluster: FakeApiServer, tmp_path: Path) -> None:
     created = cluster.put("pods", pod("gpu-one", gpu=1))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.url)
     served = Served("--kubeconfig", str(kubeconfig))
     with served:
-        body = {
-            "PodName": "gpu-one",
-            "PodNamespace": "default",
-            "PodUID": created["metadata"]["uid"],
-            "Node": "n1",
-        }
-        request = urllib.request.Request(
-            f"{served.base}/scheduler/bind", data=json.dumps(body).encode()
-        )
-        with urllib.request.urlopen(request, timeout=5) as response:
-            check_bind_answer(response.status, json.loads(response.read()))
+        bind_on_n1(served, created)
     assert served.process is not None and served.process.returncode == 0, "graceful stop"
     assert cluster.state.objects["pods"]["default/gpu-one"]["spec"]["nodeName"] == "n1"
 
@@ -273,17 +278,7 @@ def test_an_api_server_over_https_is_watched_and_bound_through_from_a_kubeconfig
         served = Served(*flags, health_url=None)
         served.health_url = f"{served.base}/readyz"  # ready: the first lists came in over TLS
         with served:
-            body = {
-                "PodName": "gpu-one",
-                "PodNamespace": "default",
-                "PodUID": created["metadata"]["uid"],
-                "Node": "n1",
-            }
-            request = urllib.request.Request(
-                f"{served.base}/scheduler/bind", data=json.dumps(body).encode()
-            )
-            with urllib.request.urlopen(request, timeout=5) as response:
-                check_bind_answer(response.status, json.loads(response.read()))
+            bind_on_n1(served, created)
         assert api.state.objects["pods"]["default/gpu-one"]["spec"]["nodeName"] == "n1"
     assert served.process is not None and served.process.stdout is not None
     output = served.process.stdout.read().decode()
