@@ -62,11 +62,8 @@ class Parser(argparse.ArgumentParser):
                 if isinstance(action, argparse._SubParsersAction):
                     given = [a for a in self._argv if a in action.choices]
                     if given:
-                        sub = action.choices[given[0]]
-                        if isinstance(sub, Parser):
-                            sub._argv = self._argv[self._argv.index(given[0]) + 1 :]
-                            return sub._help_of(message)
-                        return str(sub.prog)
+                        sub = action.choices[given[0]]  # its own argv set as it parsed
+                        return sub._help_of(message) if isinstance(sub, Parser) else str(sub.prog)
         return self.prog
 
     def _subcommands_needed(self, message: str) -> str:

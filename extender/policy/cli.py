@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -16,9 +14,9 @@ from extender.core.queues.lifecycle import describe_lifecycle, format_duration
 from extender.core.queues.policy import Policy, describe_amounts
 from extender.core.queues.policy_parse import PolicyError, parse_policy
 from extender.policy.file import (
-    load_policy,
     not_text,
     policy_from_text,
+    policy_text,
     strict_load_all,
     yaml_message,
 )
@@ -78,11 +76,11 @@ IMPORTABLE = {"kueue.x-k8s.io": "Kueue", "scheduling.volcano.sh": "Volcano"}
 
 def not_a_policy(path: str, text: str) -> str | None:
     """Why `text` (of `path`) is plainly not one policy document, in one line, or None. (What
-    is in a policy document is load_policy's to judge.)"""
+    is in a policy document is policy_from_text's to judge.)"""
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except (ValueError, yaml.YAMLError):
-        return None  # load_policy says what is wrong with it
+        return None  # policy_from_text says what is wrong with it
     groups = {str(d.get("apiVersion", "")).split("/")[0] for d in documents if isinstance(d, dict)}
     found = sorted(IMPORTABLE[g] for g in groups & IMPORTABLE.keys())
     if found:
@@ -100,28 +98,26 @@ def not_a_policy(path: str, text: str) -> str | None:
     return None
 
 
-def read_stdin() -> str:
-    """Standard input as UTF-8 text (UnicodeDecodeError otherwise, as a file's read: the text
-    stream's surrogate escapes ended in a traceback)."""
-    return sys.stdin.buffer.read().decode("utf-8")
+def read_source(path: str) -> str:
+    """The text of file `path` (`-`: standard input, read as UTF-8 bytes: the text stream's
+    surrogate escapes ended in a traceback); PolicyError when it cannot be read or is not
+    text."""
+    if path != "-":
+        return policy_text(path)
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PolicyError(not_text(path, err)) from None
 
 
 def check_policy(path: str) -> int:
     """`gangplank policy check FILE` (`-`: standard input)."""
     try:
-        text: str | None = None
-        if path == "-":
-            try:
-                text = read_stdin()
-            except UnicodeDecodeError as err:
-                raise PolicyError(not_text(path, err)) from None
-        else:
-            with contextlib.suppress(OSError, UnicodeDecodeError):  # load_policy says why
-                text = Path(path).read_text()
-        problem = not_a_policy(path, text) if text is not None else None
+        text = read_source(path)
+        problem = not_a_policy(path, text)
         if problem is not None:
             raise PolicyError(problem)
-        policy = policy_from_text(text or "", path) if path == "-" else load_policy(path)
+        policy = policy_from_text(text, path)
     except PolicyError as err:
         print(f"invalid: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
@@ -144,12 +140,9 @@ def import_policy(paths: Sequence[str]) -> int:
     sources: list[tuple[str, list[Any]]] = []
     for path in paths:
         try:
-            text = read_stdin() if path == "-" else Path(path).read_text()
-        except OSError as err:
-            print(f"gangplank policy import: {path}: cannot read: {err.strerror}", file=sys.stderr)
-            return 2
-        except UnicodeDecodeError as err:
-            print(f"gangplank policy import: {not_text(path, err)}", file=sys.stderr)
+            text = read_source(path)
+        except PolicyError as err:
+            print(f"gangplank policy import: {err}", file=sys.stderr)
             return 2
         try:
             sources.append((path, [d for d in strict_load_all(text) if d is not None]))

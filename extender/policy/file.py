@@ -96,17 +96,20 @@ def not_text(source: str, err: UnicodeDecodeError) -> str:
     return f"{source}: not a text file (byte {err.start} is not UTF-8)"
 
 
+def policy_text(path: str | Path) -> str:
+    """The text of the file `path`; PolicyError when it cannot be read or is not text."""
+    try:
+        return Path(path).read_text()
+    except OSError as err:
+        raise PolicyError(f"{path}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise PolicyError(not_text(str(path), err)) from None
+
+
 def load_policy(path: str | Path) -> Policy:
     """The validated policy in `path`; PolicyError names the file, the queue and the field. Its
     `warnings` name resource names that look mistyped (it loads all the same)."""
-    source = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise PolicyError(f"{source}: cannot read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise PolicyError(not_text(source, err)) from None
-    return policy_from_text(text, source)
+    return policy_from_text(policy_text(path), str(path))
 
 
 def policy_from_text(text: str, source: str) -> Policy:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from extender.core.model.names import DNS_LABEL, DNS_SUBDOMAIN
 from extender.core.queues.policy_parse import PolicyError
 from extender.observe.gpu_use import DEFAULT_METRIC, check_names
 from extender.policy.file import load_policy
@@ -25,10 +25,6 @@ HISTORY_CONFIGMAP = "gangplank-usage-history"
 DEFAULT_NAMESPACE = "gangplank"
 # Where Kubernetes mounts a pod's service account, its namespace beside the token.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(
-    r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-)
 
 
 class SettingsError(ValueError):
@@ -130,7 +126,7 @@ class Settings:
             ("--usage-history-configmap", self.usage_history_configmap),
         ):
             namespace, _, name = where.partition("/")
-            if not (_DNS_LABEL.fullmatch(namespace) and _DNS_SUBDOMAIN.fullmatch(name)):
+            if not (DNS_LABEL.fullmatch(namespace) and DNS_SUBDOMAIN.fullmatch(name)):
                 raise SettingsError(
                     f"{flag} {where!r} must be [NAMESPACE/]NAME "
                     "(a namespace and a ConfigMap name as Kubernetes allows them)"
@@ -246,17 +242,17 @@ def find_namespace(
     namespace of the current context of `kubeconfig` (None: none consulted), else the one
     manifests/ put gangplank in. A source that names no valid namespace is passed over."""
     found = (env.get("POD_NAMESPACE") or "").strip()
-    if _DNS_LABEL.fullmatch(found):
+    if DNS_LABEL.fullmatch(found):
         return OwnNamespace(found, "$POD_NAMESPACE")
     try:
         found = namespace_file.read_text().strip()
     except (OSError, UnicodeDecodeError):
         found = ""
-    if _DNS_LABEL.fullmatch(found):
+    if DNS_LABEL.fullmatch(found):
         return OwnNamespace(found, f"the service account's {namespace_file}")
     if kubeconfig:
         context = _kubeconfig_context(kubeconfig)
-        if context is not None and _DNS_LABEL.fullmatch(context[1]):
+        if context is not None and DNS_LABEL.fullmatch(context[1]):
             return OwnNamespace(context[1], f"context {context[0]} of kubeconfig {kubeconfig}")
     return UNTOLD
 

@@ -7,7 +7,6 @@ kube-scheduler itself does. Everything malformed raises BadRequest with what is 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import compress
@@ -16,12 +15,9 @@ from typing import Any
 import orjson
 
 from extender.core.model.answers import MAX_SCORE, BindRequest, FilterResult, NodeScores, Victims
+from extender.core.model.names import DNS_SUBDOMAIN
 from extender.core.model.snapshot import PodInfo
 from extender.kube.convert import ConversionError, pod_from_api
-
-# Characters that never occur in a Kubernetes name and would need escaping in JSON.
-_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
-_NODE_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*")  # a DNS-1123 subdomain
 
 
 class BadRequest(Exception):
@@ -146,7 +142,7 @@ def _check_names(names: list[str]) -> None:
     for name in names:
         if not isinstance(name, str):
             raise BadRequest("node names must be strings")
-        if not _NODE_NAME.fullmatch(name):
+        if not DNS_SUBDOMAIN.fullmatch(name):
             raise BadRequest(
                 f"node name {name!r} is not a valid Kubernetes node name (lowercase letters, "
                 "digits, '-' and '.', a letter or digit at each end, at most 253 characters)"
